@@ -1,0 +1,35 @@
+# Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench bench-accuracy serve clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/gpucost run
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+serve: $(STAMP)
+	$(BIN)/gpucost serve
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+bench-accuracy: $(STAMP)
+	$(BIN)/python -m bench.accuracy
+
+clean:
+	rm -rf .gpucost

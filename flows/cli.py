@@ -1,0 +1,149 @@
+"""The `gpucost` command line. Each subcommand runs a flow (or a query) and exits non-zero, with the
+reason on stderr, when it fails."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
+ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
+app.add_typer(ingest_app, name="ingest")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@ingest_app.command("prices")
+def ingest_prices_cmd(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Price files. Default: all of config/sources.toml")] = None,
+    provider: Annotated[str | None, typer.Option(help="Provider the files price, e.g. aws")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="Adapter: skypilot, aws-offer, ...")] = None,
+) -> None:
+    """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
+    from flows.ingest_prices import ingest_prices
+    from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
+
+    try:
+        sources = price_sources_for(paths, provider, format) if paths else configured_price_sources()
+    except SourceConfigError as error:
+        fail(str(error), 2)
+    outcomes = ingest_prices(sources)
+    if outcomes and all(o.status == "quarantined" for o in outcomes):
+        fail("every file was quarantined; see quarantine.rejected_files")
+
+
+@ingest_app.command("telemetry")
+def ingest_telemetry_cmd(
+    paths: Annotated[list[Path] | None, typer.Argument(help="CSV, JSON Lines or Parquet telemetry files")] = None,
+) -> None:
+    """Read training telemetry into the warehouse (validated, quarantined, keyed by run_id)."""
+    from flows.ingest_telemetry import ingest_telemetry
+
+    outcomes = ingest_telemetry(paths)
+    if outcomes and all(o.status == "quarantined" for o in outcomes):
+        fail("every file was quarantined; see quarantine.rejected_files")
+
+
+@app.command()
+def run() -> None:
+    """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
+    from flows.nightly import nightly
+
+    nightly()
+
+
+@app.command()
+def train() -> None:
+    """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
+    from flows.train import train as train_flow
+
+    train_flow()
+
+
+@app.command()
+def publish() -> None:
+    """Rank every offer for every workload and publish the database users query."""
+    from flows.publish import publish as publish_flow
+
+    publish_flow()
+
+
+@app.command()
+def predict(
+    input: Annotated[Path, typer.Argument(help="CSV or Parquet rows in the telemetry contract")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write (CSV or Parquet)")],
+) -> None:
+    """Predict tokens/s per GPU (with an interval) with the champion model."""
+    from tasks.model.predict import predict_file
+
+    predict_file(input, output)
+
+
+@app.command()
+def serve() -> None:
+    """Start what the nightly schedule needs on this machine (local Prefect server and a runner)."""
+    from flows.serve import serve as serve_all
+
+    serve_all()
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL to run (read-only)")],
+    warehouse: Annotated[bool, typer.Option("--warehouse", help="Query the working warehouse")] = False,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table")] = False,
+) -> None:
+    """Query the published database (or, with --warehouse, the working one), read-only."""
+    import duckdb
+
+    from tasks.settings import paths
+    from tasks.warehouse import WarehouseBusyError, connect
+
+    target = paths().warehouse if warehouse else paths().published
+    try:
+        con = connect(target, read_only=True)
+    except (FileNotFoundError, WarehouseBusyError) as error:
+        fail(str(error))
+    try:
+        relation = con.sql(query)
+        if relation is None:
+            return
+        columns = relation.columns
+        rows = relation.fetchall()
+    except duckdb.Error as error:
+        fail(f"{type(error).__name__}: {error}")
+    finally:
+        con.close()
+    if csv:
+        import csv as csv_module
+
+        writer = csv_module.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+        return
+    table = Table(*columns, show_lines=False)
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    out.print(table)
+    out.print(f"{len(rows)} row(s)", style="dim")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The `ingest_prices` flow: every configured (or given) price file through its adapter into the warehouse."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+import polars as pl
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from tasks.files import FileOutcome
+from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.reference import load_reference_tables, read_aliases
+from tasks.settings import load_config
+from tasks.sources import configured_price_sources
+from tasks.summary import outcomes_markdown
+from tasks.warehouse import warehouse
+
+_retry = load_config("settings")["prefect"]
+
+
+@task(
+    name="ingest-price-file",
+    retries=_retry["task_retries"],
+    retry_delay_seconds=_retry["task_retry_delay_seconds"],
+    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
+    cache_policy=NO_CACHE,
+)
+def ingest_price_file_task(
+    con: duckdb.DuckDBPyConnection, source: PriceSource, aliases: pl.DataFrame, ingested_at: datetime
+) -> FileOutcome:
+    return ingest_price_file(con, source, aliases, ingested_at)
+
+
+@flow(name="ingest_prices", log_prints=True)
+def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]:
+    sources = sources if sources is not None else configured_price_sources()
+    ingested_at = datetime.now(UTC)
+    with warehouse() as con:
+        load_reference_tables(con)
+        aliases = read_aliases()
+        outcomes = [ingest_price_file_task(con, source, aliases, ingested_at) for source in sources]
+    report = outcomes_markdown("Price ingest", outcomes)
+    create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
+    print(report)
+    return outcomes

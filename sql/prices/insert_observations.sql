@@ -1,0 +1,11 @@
+-- `accepted_prices` is registered by tasks.prices.ingest: rows that passed the prices suite.
+insert into core.price_observations (
+    provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
+    pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
+    content_sha256, ingested_at
+)
+select
+    provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
+    pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
+    content_sha256, ingested_at
+from accepted_prices

@@ -1,0 +1,56 @@
+-- For each staged price row: the previous observation of the same offer and how far the price moved.
+-- Previous = the newest stored observation at or before the row's time (ASOF join); where the offer
+-- has none yet, the previous row of the same offer in the same file (dated history files).
+-- `staged_prices` is registered by tasks.prices.ingest.
+with staged as (
+    select * from staged_prices
+),
+
+stored as (
+    select provider, region, coalesce(zone, '') as zone_key, instance_type, pricing, observed_at, usd_per_hour
+    from core.price_observations
+),
+
+previous_stored as (
+    select staged._row_id, stored.usd_per_hour as previous_usd_per_hour
+    from staged
+    asof left join stored
+        on staged.provider = stored.provider
+        and staged.region = stored.region
+        and coalesce(staged.zone, '') = stored.zone_key
+        and staged.instance_type = stored.instance_type
+        and staged.pricing = stored.pricing
+        and staged.observed_at >= stored.observed_at
+),
+
+previous_in_file as (
+    select
+        _row_id,
+        lag(usd_per_hour) over (
+            partition by provider, region, coalesce(zone, ''), instance_type, pricing
+            order by observed_at, source_line
+        ) as previous_usd_per_hour
+    from staged
+),
+
+joined as (
+    select
+        staged.*,
+        coalesce(previous_stored.previous_usd_per_hour, previous_in_file.previous_usd_per_hour)
+            as previous_usd_per_hour  -- USD per instance-hour
+    from staged
+    left join previous_stored using (_row_id)
+    left join previous_in_file using (_row_id)
+),
+
+final as (
+    select
+        *,
+        case
+            when usd_per_hour > 0 and previous_usd_per_hour > 0
+            then greatest(usd_per_hour / previous_usd_per_hour, previous_usd_per_hour / usd_per_hour)
+        end as price_move_factor  -- >= 1 either direction; null when there is nothing to compare with
+    from joined
+)
+
+select * from final order by _row_id

@@ -1,0 +1,1 @@
+"""Units of work for gpucost: plain, typed functions. Prefect wrappers live in `flows/`."""

@@ -1,0 +1,11 @@
+"""Adapter: azure_retail (to be written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tasks.prices.adapters import AdapterContext, AdapterResult
+
+
+def parse(path: Path, context: AdapterContext) -> AdapterResult:
+    raise NotImplementedError("azure_retail adapter is not written yet")

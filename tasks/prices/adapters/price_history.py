@@ -1,0 +1,11 @@
+"""Adapter: price_history (to be written)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tasks.prices.adapters import AdapterContext, AdapterResult
+
+
+def parse(path: Path, context: AdapterContext) -> AdapterResult:
+    raise NotImplementedError("price_history adapter is not written yet")

@@ -1,0 +1,163 @@
+"""SkyPilot catalog `vms.csv` (any cloud, schema v6-v8).
+
+Quirks handled here:
+- `GpuInfo` is a Python literal (single quotes), not JSON; in older Azure catalogs it is a bare name.
+- Lambda's `TotalGpuMemoryInMiB` equals the per-GPU memory (upstream bug), so memory per GPU is read
+  from `Gpus[0].MemoryInfo.SizeInMiB`.
+- GCP accelerator rows price only the GPUs (InstanceType empty): each is joined to its host VM row
+  (same region and zone) through data/reference/gcp_accelerator_hosts.csv; offers with no host row
+  are kept as rows without a price, so validation quarantines them with that reason.
+- Price and SpotPrice become two rows (on_demand, spot); an empty SpotPrice means no spot offer.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+import polars as pl
+
+from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform
+from tasks.settings import REFERENCE_DIR
+
+REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
+MIB_PER_GB = 1024.0  # catalog memory is MiB; GPU memory is reported in GiB ("80 GB" parts = 81920 MiB)
+
+
+@lru_cache(maxsize=4096)
+def gpu_memory_gb(gpu_info: str | None) -> float | None:
+    """Per-GPU memory from GpuInfo (a Python literal), or None where the catalog gives no dict."""
+    if not gpu_info or not gpu_info.lstrip().startswith("{"):
+        return None
+    try:
+        info = ast.literal_eval(gpu_info)
+        return float(info["Gpus"][0]["MemoryInfo"]["SizeInMiB"]) / MIB_PER_GB
+    except (ValueError, SyntaxError, KeyError, IndexError, TypeError):
+        return None
+
+
+def read_catalog(path: Path) -> pl.DataFrame:
+    frame = pl.read_csv(path, infer_schema=False, encoding="utf8")
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise AdapterError(f"{path.name}: not a SkyPilot catalog, missing column(s) {', '.join(missing)}")
+    if "AvailabilityZone" not in frame.columns:
+        frame = frame.with_columns(AvailabilityZone=pl.lit(None, pl.String))
+    for column in ("InstanceType", "vCPUs", "MemoryGiB", "GpuInfo", "SpotPrice"):
+        if column not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.String).alias(column))
+    return frame.with_columns(
+        source_line=pl.int_range(2, pl.len() + 2, dtype=pl.Int64),  # header is line 1
+        raw_values=pl.struct(pl.all()).struct.json_encode(),
+    )
+
+
+def _num(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
+    """Whole-instance rows -> one row per pricing type."""
+    base = frame.with_columns(
+        provider=pl.lit(provider),
+        region=pl.col("Region"),
+        zone=pl.col("AvailabilityZone"),
+        instance_type=pl.col("InstanceType"),
+        gpu_name=pl.col("AcceleratorName"),
+        gpu_count=_num("AcceleratorCount"),
+        gpu_memory_gb=pl.col("GpuInfo").map_elements(gpu_memory_gb, return_dtype=pl.Float64),
+        vcpus=_num("vCPUs"),
+        memory_gb=_num("MemoryGiB"),
+        currency=pl.lit("USD"),
+    )
+    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"))
+    spot = base.filter(pl.col("SpotPrice").str.strip_chars().str.len_chars() > 0).with_columns(
+        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice")
+    )
+    return pl.concat([on_demand, spot])
+
+
+def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame, provider: str) -> tuple[pl.DataFrame, list[str]]:
+    """GCP: accelerator price + host VM price (same region and zone) = instance price."""
+    mapping = pl.read_csv(REFERENCE_DIR / "gcp_accelerator_hosts.csv", infer_schema=False).select(
+        AcceleratorName="accelerator", AcceleratorCount="accelerator_count", InstanceType="host_instance_type"
+    )
+    accel = accelerators.with_columns(
+        AcceleratorCount=_num("AcceleratorCount").cast(pl.Int64).cast(pl.String)
+    ).drop("InstanceType", "vCPUs", "MemoryGiB")
+    host_rows = hosts.select(
+        "InstanceType",
+        "Region",
+        "AvailabilityZone",
+        "vCPUs",
+        "MemoryGiB",
+        host_price=_num("Price"),
+        host_spot=_num("SpotPrice"),
+        host_raw=pl.col("raw_values"),
+    )
+    candidates = accel.join(mapping, on=["AcceleratorName", "AcceleratorCount"], how="left")
+    joined = candidates.join(host_rows, on=["InstanceType", "Region", "AvailabilityZone"], how="left")
+    priced = joined.filter(pl.col("host_price").is_not_null())
+    unpriced = joined.filter(pl.col("host_price").is_null())
+
+    notes = []
+    if unpriced.height:
+        missing = (
+            unpriced.select(pl.format("{} x{}", "AcceleratorName", "AcceleratorCount"))
+            .to_series()
+            .unique()
+            .sort()
+            .to_list()
+        )
+        notes.append(
+            f"{unpriced.height} GCP accelerator rows have no host VM price (quarantined): {', '.join(missing)}"
+        )
+    priced = priced.with_columns(
+        Price=(_num("Price") + pl.col("host_price")).cast(pl.String),
+        SpotPrice=pl.when(_num("SpotPrice").is_not_null() & pl.col("host_spot").is_not_null())
+        .then((_num("SpotPrice") + pl.col("host_spot")).cast(pl.String))
+        .otherwise(None),
+        raw_values=pl.concat_str(
+            [pl.lit('{"accelerator": '), "raw_values", pl.lit(', "host": '), "host_raw", pl.lit("}")]
+        ),
+    )
+    # No host: keep the row with no price (and the reason in its instance type), so it is quarantined.
+    unpriced = unpriced.with_columns(
+        InstanceType=pl.coalesce("InstanceType", pl.lit("(no GCP host VM price)")),
+        Price=pl.lit(None, pl.String),
+        SpotPrice=pl.lit(None, pl.String),
+    )
+    columns = [c for c in priced.columns if c not in ("host_price", "host_spot", "host_raw")]
+    return pl.concat([priced.select(columns), unpriced.select(columns)]), notes
+
+
+def parse(path: Path, context: AdapterContext) -> AdapterResult:
+    frame = read_catalog(path)
+    skipped: dict[str, int] = {}
+    notes: list[str] = []
+
+    has_gpu = pl.col("AcceleratorName").str.strip_chars().str.len_chars() > 0
+    host_only = frame.filter(~has_gpu.fill_null(False))
+    gpu_rows = frame.filter(has_gpu.fill_null(False))
+    accelerator_only = gpu_rows.filter(pl.col("InstanceType").is_null() | (pl.col("InstanceType") == ""))
+    whole = gpu_rows.filter(~(pl.col("InstanceType").is_null() | (pl.col("InstanceType") == "")))
+
+    if accelerator_only.height:
+        hosts = host_only
+        host_file = context.options.get("host_vms")
+        if host_file:
+            hosts = pl.concat([hosts, read_catalog(Path(host_file))], how="diagonal_relaxed")
+        accel_priced, gcp_notes = _gcp_offers(accelerator_only, hosts, context.provider)
+        notes += gcp_notes
+        whole = pl.concat([whole, accel_priced.select(whole.columns)], how="vertical_relaxed")
+    elif host_only.height:
+        skipped["no GPU (CPU-only instance)"] = host_only.height
+
+    records = _offers(whole, context.provider)
+    if records.height == 0 and frame.height > 0:
+        raise AdapterError(f"{path.name}: no GPU offers found in {frame.height} rows")
+    return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
+
+
+

@@ -1,0 +1,109 @@
+"""Ingest one price file: adapter -> normalise -> compare with history -> validate -> store.
+
+A file lands whole or not at all (one transaction); a file that cannot be read is quarantined as a
+file and the caller goes on with the next one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from tasks.files import FileOutcome, already_ingested, content_sha256, record_file
+from tasks.prices.adapters import AdapterContext, conform, registry
+from tasks.prices.normalise import normalise
+from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
+from tasks.settings import load_config
+from tasks.validation import ROW_KEY, find_failures
+from tasks.warehouse import execute, query, registered, transaction
+
+DATASET = "prices"
+
+
+@dataclass(frozen=True)
+class PriceSource:
+    """One file to read, and how: the provider it prices and the adapter (format) that reads it."""
+
+    path: Path
+    provider: str
+    format: str
+    options: dict[str, Any] | None = None
+
+
+def validation_parameters() -> dict[str, Any]:
+    cfg = load_config("settings")["validation"]["prices"]
+    return {k: v for k, v in cfg.items() if k.startswith("max_")}
+
+
+def describe_error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def stage(con: duckdb.DuckDBPyConnection, staged: pl.DataFrame) -> pl.DataFrame:
+    """Add the previous observation of each offer and the price move factor (SQL, against history)."""
+    with registered(con, "staged_prices", staged):
+        return query(con, "prices/price_move_factor").pl()
+
+
+def ingest_price_file(
+    con: duckdb.DuckDBPyConnection,
+    source: PriceSource,
+    aliases: pl.DataFrame,
+    ingested_at: datetime,
+) -> FileOutcome:
+    path = Path(source.path)
+    sha = content_sha256(path)
+    outcome = FileOutcome(
+        dataset=DATASET,
+        source_file=str(path),
+        content_sha256=sha,
+        status="loaded",
+        provider=source.provider,
+        format=source.format,
+    )
+    if already_ingested(con, DATASET, sha):
+        outcome.status = "already_ingested"
+        return outcome
+
+    adapter = registry()[source.format]
+    context = AdapterContext(provider=source.provider, ingest_time=ingested_at, options=source.options or {})
+    try:
+        result = adapter(path, context)
+        records = conform(result.records)
+    except Exception as error:  # noqa: BLE001 - any parse failure quarantines the file, the night goes on
+        outcome.status = "quarantined"
+        outcome.error = describe_error(error)
+        with transaction(con):
+            quarantine_file(con, DATASET, str(path), sha, outcome.error, ingested_at)
+            record_file(con, outcome, path.stat().st_size, ingested_at)
+        return outcome
+
+    staged = stage(con, normalise(records, aliases, str(path), sha, ingested_at))
+    failures = find_failures(staged, DATASET, ROW_KEY, validation_parameters())
+    rejected = staged.join(failures, on=ROW_KEY, how="inner")
+    accepted = staged.join(failures, on=ROW_KEY, how="anti")
+
+    outcome.rows_read = staged.height
+    outcome.rows_skipped = sum(result.skipped_by_reason.values())
+    outcome.skipped_by_reason = dict(result.skipped_by_reason)
+    outcome.rows_loaded = accepted.height
+    outcome.rows_quarantined = rejected.height
+    outcome.quarantined_by_reason = count_by_reason(rejected)
+    outcome.notes = list(result.notes)
+    unknown = rejected.filter(pl.col("gpu").is_null())["gpu_name"].unique().drop_nulls().sort().to_list()
+    if unknown:
+        outcome.notes.append(f"unknown GPU names: {', '.join(unknown)}")
+
+    with transaction(con):
+        with registered(con, "staged_prices", staged):
+            execute(con, "prices/insert_raw_records", {"format": source.format})
+        with registered(con, "accepted_prices", accepted):
+            execute(con, "prices/insert_observations")
+        quarantine_rows(con, DATASET, rejected, ingested_at)
+        record_file(con, outcome, path.stat().st_size, ingested_at)
+    return outcome

@@ -1,0 +1,70 @@
+"""Run summaries a person reads: per file, rows loaded, quarantined by reason, skipped, notes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from tasks.files import FileOutcome
+
+
+def outcome_rows(outcomes: Sequence[FileOutcome]) -> list[dict[str, object]]:
+    return [
+        {
+            "file": o.source_file.rsplit("/", 1)[-1],
+            "provider": o.provider or "",
+            "format": o.format or "",
+            "status": o.status,
+            "read": o.rows_read,
+            "loaded": o.rows_loaded,
+            "quarantined": o.rows_quarantined,
+            "skipped": o.rows_skipped,
+            "error": o.error or "",
+        }
+        for o in outcomes
+    ]
+
+
+def totals(outcomes: Sequence[FileOutcome]) -> dict[str, object]:
+    quarantined: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    for o in outcomes:
+        quarantined.update(o.quarantined_by_reason)
+        skipped.update(o.skipped_by_reason)
+    return {
+        "files": len(outcomes),
+        "files_loaded": sum(o.status == "loaded" for o in outcomes),
+        "files_already_ingested": sum(o.status == "already_ingested" for o in outcomes),
+        "files_quarantined": sum(o.status == "quarantined" for o in outcomes),
+        "rows_loaded": sum(o.rows_loaded for o in outcomes),
+        "rows_quarantined": sum(o.rows_quarantined for o in outcomes),
+        "rows_skipped": sum(o.rows_skipped for o in outcomes),
+        "quarantined_by_reason": dict(quarantined.most_common()),
+        "skipped_by_reason": dict(skipped.most_common()),
+    }
+
+
+def outcomes_markdown(title: str, outcomes: Sequence[FileOutcome]) -> str:
+    t = totals(outcomes)
+    lines = [
+        f"# {title}",
+        "",
+        f"{t['files']} files: {t['files_loaded']} loaded, {t['files_already_ingested']} already ingested, "
+        f"{t['files_quarantined']} quarantined. Rows: {t['rows_loaded']} loaded, "
+        f"{t['rows_quarantined']} quarantined, {t['rows_skipped']} skipped (out of scope).",
+        "",
+        "| file | provider | format | status | read | loaded | quarantined | skipped | error |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in outcome_rows(outcomes):
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row.values()) + " |")
+    if t["quarantined_by_reason"]:
+        lines += ["", "## Quarantined rows by reason", ""]
+        lines += [f"- {count} × {reason}" for reason, count in t["quarantined_by_reason"].items()]
+    if t["skipped_by_reason"]:
+        lines += ["", "## Skipped (out of scope) by reason", ""]
+        lines += [f"- {count} × {reason}" for reason, count in t["skipped_by_reason"].items()]
+    notes = [f"- {o.source_file.rsplit('/', 1)[-1]}: {n}" for o in outcomes for n in o.notes]
+    if notes:
+        lines += ["", "## Notes", "", *notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""The working DuckDB warehouse: connect, migrate (idempotent DDL from `sql/ddl`), run named SQL files.
+
+SQL lives in `sql/*.sql`; Python only names the file and binds parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from tasks.settings import SQL_DIR, paths
+
+
+class WarehouseBusyError(RuntimeError):
+    """Another process holds the DuckDB file lock."""
+
+
+@cache
+def sql_text(name: str) -> str:
+    """The text of `sql/<name>.sql` (name without the suffix, e.g. `prices/merge_observations`)."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.exists():
+        raise FileNotFoundError(f"SQL file {path} is missing")
+    return path.read_text(encoding="utf-8")
+
+
+def execute(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | Sequence[Any] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Run one statement from `sql/<name>.sql` with bound parameters."""
+    if params is None:
+        return con.execute(sql_text(name))
+    return con.execute(sql_text(name), params)
+
+
+def query(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | Sequence[Any] | None = None
+) -> duckdb.DuckDBPyRelation:
+    """A relation from `sql/<name>.sql` (one query, bound parameters): `.pl()` for polars, `.fetchall()`."""
+    return con.sql(sql_text(name), params=params)
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Create schemas, tables and views. Every DDL file is idempotent, so this runs on every connect."""
+    for ddl in sorted((SQL_DIR / "ddl").glob("*.sql")):
+        con.execute(ddl.read_text(encoding="utf-8"))
+
+
+def _busy_message(path: Path, error: Exception) -> str:
+    pid = re.search(r"PID (\d+)", str(error))
+    holder = f"process {pid.group(1)}" if pid else "another process"
+    return (
+        f"{holder} holds the DuckDB file {path} (DuckDB allows one writer and no readers beside it). "
+        "Close that session or wait for the running job, then retry."
+    )
+
+
+def connect(path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and on first use create and migrate) the warehouse."""
+    path = Path(path or paths().warehouse)
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif not path.exists():
+        raise FileNotFoundError(f"no warehouse at {path}: run `gpucost run` (or an ingest) first")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as error:
+        if "lock" in str(error).lower():
+            raise WarehouseBusyError(_busy_message(path, error)) from error
+        raise
+    if not read_only:
+        migrate(con)
+    return con
+
+
+@contextmanager
+def warehouse(path: Path | None = None, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    con = connect(path, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iterator[None]:
+    """Expose a polars/pandas/arrow frame to SQL under a fixed relation name for one block."""
+    con.register(name, frame)
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """All or nothing: a file's rows land together or not at all."""
+    con.execute("begin transaction")
+    try:
+        yield con
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
