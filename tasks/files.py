@@ -42,7 +42,8 @@ class FileOutcome:
 
 
 def already_ingested(con: duckdb.DuckDBPyConnection, dataset: str, sha256: str) -> bool:
-    return execute(con, "common/file_seen", {"dataset": dataset, "sha": sha256}).fetchone() is not None
+    # fetchall, not fetchone: DuckDB 2.0 keeps a half-read result open, and the next con.sql/register fails.
+    return len(execute(con, "common/file_seen", {"dataset": dataset, "sha": sha256}).fetchall()) > 0
 
 
 def record_file(

@@ -44,6 +44,6 @@ def load_reference_tables(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     read_aliases(files["gpu_aliases"])  # fails early, naming the file, on a duplicated alias
     execute(con, "common/load_gpu_specs", {"path": str(files["gpu_specs"])})
     execute(con, "common/load_gpu_aliases", {"path": str(files["gpu_aliases"])})
-    specs = con.execute("select count(*) from core.gpu_specs").fetchone()[0]
-    aliases = con.execute("select count(*) from core.gpu_aliases").fetchone()[0]
+    specs = con.execute("select count(*) from core.gpu_specs").fetchall()[0][0]
+    aliases = con.execute("select count(*) from core.gpu_aliases").fetchall()[0][0]
     return {"gpu_specs": specs, "gpu_aliases": aliases}

@@ -21,20 +21,8 @@ create table if not exists core.price_observations (
     ingested_at      timestamptz not null -- UTC
 );
 
--- The newest observation of each offer (provider, region, zone, instance type, pricing).
-create or replace view core.prices_current as
-with ranked as (
-    select
-        *,
-        row_number() over (
-            partition by provider, region, coalesce(zone, ''), instance_type, pricing
-            order by observed_at desc, ingested_at desc, source_line desc
-        ) as recency
-    from core.price_observations
-),
-
-final as (
-    select * exclude (recency) from ranked where recency = 1
-)
-
-select * from final;
+-- Owned GPUs (format `owned`): what power costs at the site, so that rankings can add energy to the
+-- amortised hardware price. Null for cloud offers (power is in the cloud price). `add column if not
+-- exists` also upgrades warehouses created before these columns existed.
+alter table core.price_observations add column if not exists electricity_usd_per_kwh double; -- USD per kWh
+alter table core.price_observations add column if not exists pue double;  -- power usage effectiveness (>= 1)

@@ -2,10 +2,10 @@
 insert into core.price_observations (
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
-    content_sha256, ingested_at
+    content_sha256, ingested_at, electricity_usd_per_kwh, pue
 )
 select
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
-    content_sha256, ingested_at
+    content_sha256, ingested_at, electricity_usd_per_kwh, pue
 from accepted_prices

@@ -15,7 +15,7 @@ import duckdb
 import polars as pl
 
 from tasks.files import FileOutcome, already_ingested, content_sha256, record_file
-from tasks.prices.adapters import AdapterContext, conform, registry
+from tasks.prices.adapters import AdapterContext, AdapterError, conform, registry
 from tasks.prices.normalise import normalise
 from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
 from tasks.settings import load_config
@@ -50,6 +50,31 @@ def stage(con: duckdb.DuckDBPyConnection, staged: pl.DataFrame) -> pl.DataFrame:
         return query(con, "prices/price_move_factor").pl()
 
 
+def combine_rejections(staged: pl.DataFrame, failures: pl.DataFrame) -> pl.DataFrame:
+    """One `failed_check` per rejected row. The adapter's own reason, where it gave one, is the cause
+    (its missing price or GPU would only repeat it as suite failures); otherwise the suite's checks."""
+    reasons = staged.select(ROW_KEY, "rejected_reason").join(failures, on=ROW_KEY, how="left")
+    reasons = reasons.with_columns(failed_check=pl.coalesce("rejected_reason", "failed_check"))
+    return reasons.filter(pl.col("failed_check").is_not_null()).select(ROW_KEY, "failed_check")
+
+
+def _quarantine_whole_file(
+    con: duckdb.DuckDBPyConnection,
+    outcome: FileOutcome,
+    path: Path,
+    message: str,
+    ingested_at: datetime,
+    size_bytes: int | None,
+) -> FileOutcome:
+    outcome.status = "quarantined"
+    outcome.error = message
+    with transaction(con):
+        quarantine_file(con, DATASET, str(path), outcome.content_sha256 or None, message, ingested_at)
+        if size_bytes is not None:  # a file that could not even be read has no content hash to register
+            record_file(con, outcome, size_bytes, ingested_at)
+    return outcome
+
+
 def ingest_price_file(
     con: duckdb.DuckDBPyConnection,
     source: PriceSource,
@@ -57,15 +82,21 @@ def ingest_price_file(
     ingested_at: datetime,
 ) -> FileOutcome:
     path = Path(source.path)
-    sha = content_sha256(path)
     outcome = FileOutcome(
         dataset=DATASET,
         source_file=str(path),
-        content_sha256=sha,
+        content_sha256="",
         status="loaded",
         provider=source.provider,
         format=source.format,
     )
+    try:
+        sha = content_sha256(path)
+        size_bytes = path.stat().st_size
+    except OSError as error:
+        problem = "file not found" if isinstance(error, FileNotFoundError) else describe_error(error)
+        return _quarantine_whole_file(con, outcome, path, f"{path.name}: {problem} ({path})", ingested_at, None)
+    outcome.content_sha256 = sha
     if already_ingested(con, DATASET, sha):
         outcome.status = "already_ingested"
         return outcome
@@ -73,20 +104,21 @@ def ingest_price_file(
     adapter = registry()[source.format]
     context = AdapterContext(provider=source.provider, ingest_time=ingested_at, options=source.options or {})
     try:
+        if size_bytes == 0:
+            raise AdapterError(f"{path.name}: the file is empty")
         result = adapter(path, context)
         records = conform(result.records)
+        staged = stage(con, normalise(records, aliases, str(path), sha, ingested_at))
     except Exception as error:  # noqa: BLE001 - any parse failure quarantines the file, the night goes on
-        outcome.status = "quarantined"
-        outcome.error = describe_error(error)
-        with transaction(con):
-            quarantine_file(con, DATASET, str(path), sha, outcome.error, ingested_at)
-            record_file(con, outcome, path.stat().st_size, ingested_at)
-        return outcome
+        message = str(error) if isinstance(error, AdapterError) else f"{path.name}: {describe_error(error)}"
+        return _quarantine_whole_file(
+            con, outcome, path, f"cannot read as {source.format}: {message}", ingested_at, size_bytes
+        )
 
-    staged = stage(con, normalise(records, aliases, str(path), sha, ingested_at))
     failures = find_failures(staged, DATASET, ROW_KEY, validation_parameters())
-    rejected = staged.join(failures, on=ROW_KEY, how="inner")
-    accepted = staged.join(failures, on=ROW_KEY, how="anti")
+    reasons = combine_rejections(staged, failures)
+    rejected = staged.join(reasons, on=ROW_KEY, how="inner")
+    accepted = staged.join(reasons, on=ROW_KEY, how="anti")
 
     outcome.rows_read = staged.height
     outcome.rows_skipped = sum(result.skipped_by_reason.values())
@@ -105,5 +137,5 @@ def ingest_price_file(
         with registered(con, "accepted_prices", accepted):
             execute(con, "prices/insert_observations")
         quarantine_rows(con, DATASET, rejected, ingested_at)
-        record_file(con, outcome, path.stat().st_size, ingested_at)
+        record_file(con, outcome, size_bytes, ingested_at)
     return outcome

@@ -7,7 +7,8 @@ function that downloads to a file and hands it to the same adapter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -32,13 +33,67 @@ ADAPTER_SCHEMA: dict[str, Any] = {
     "usd_per_hour": pl.Float64,  # USD per instance-hour (null when the source has no price: quarantined)
     "currency": pl.String,
     "observed_at": pl.Datetime("us", "UTC"),  # null = not in the file: the ingest time is used
+    "electricity_usd_per_kwh": pl.Float64,  # owned GPUs only: what power costs at the site (USD per kWh)
+    "pue": pl.Float64,  # owned GPUs only: power usage effectiveness of the site (>= 1)
     "source_line": pl.Int64,  # 1-based line (CSV/TSV, header = line 1) or record index (JSON)
     "raw_values": pl.String,  # the native record, as JSON text
+    # The adapter's own verdict on a record it read but cannot price (e.g. a GCP accelerator with no
+    # host VM row): such rows are quarantined with this reason, beside the suite's failures.
+    "rejected_reason": pl.String,
 }
 
 
 class AdapterError(ValueError):
     """The file as a whole cannot be read by this adapter (quarantined as a file, with this message)."""
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or an AdapterError naming the file and what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise AdapterError(f"{path.name}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+    if not text.strip():
+        raise AdapterError(f"{path.name}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise AdapterError(
+            f"{path.name}: not valid JSON (truncated or damaged?): {error.msg} at line {error.lineno}"
+        ) from error
+
+
+def read_csv_text(path: Path, **kwargs: Any) -> pl.DataFrame:
+    """A CSV file with every column as text, or an AdapterError naming the file and the problem."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise AdapterError(f"{path.name}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+    if not raw.strip():
+        raise AdapterError(f"{path.name}: the file is empty")
+    try:
+        return pl.read_csv(raw, infer_schema=False, **kwargs)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise AdapterError(f"{path.name}: not a readable CSV file: {first_line}") from error
+
+
+def require_columns(frame: pl.DataFrame, required: Iterable[str], path: Path, what: str) -> None:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise AdapterError(f"{path.name}: not {what}: missing column(s) {', '.join(missing)}")
+
+
+def reference_table(file_name: str) -> pl.DataFrame:
+    """A shipped reference table from data/reference (all columns as text; cast where used)."""
+    from tasks.settings import REFERENCE_DIR
+
+    return pl.read_csv(REFERENCE_DIR / file_name, infer_schema=False, comment_prefix="#")
+
+
+def to_json_text(records: list[dict[str, Any]]) -> list[str]:
+    return [json.dumps(r, default=str) for r in records]
 
 
 @dataclass

@@ -1,11 +1,146 @@
-"""Adapter: azure_retail (to be written)."""
+"""Azure Retail Prices API (`https://prices.azure.com/api/retail/prices`): one page (`{"Items": [...],
+"NextPageLink": ...}`), a JSON list of such pages, or the Items flattened to CSV (one column per
+Items field); JSON for `.json` files, CSV otherwise. Several pages in several files are several sources.
+
+In scope: `Virtual Machines` meters of type `Consumption`, Linux (the product name has no
+"Windows"), priced per hour at the first usage tier. `… Spot` SKUs are spot, the rest on-demand.
+Skipped and counted under the FIRST rule broken (SKIP_RULES order): other services (Azure Machine
+Learning, HDInsight, ...), reservations, dev/test prices, Windows, Low Priority, other units or
+tiers, and VMs with no GPU.
+
+Quirks handled here:
+- Spot and Low Priority are told apart only by the skuName/meterName suffix, Windows only by the
+  productName.
+- The GPU model and count per VM size (armSkuName) come from data/reference/azure_vm_gpus.csv. An
+  N-series size missing there is kept and quarantined (so the table can be extended), not dropped.
+- `effectiveStartDate` is when a price takes effect (sometimes months after the file was fetched),
+  not when it was observed: `observed_at` is the ingest time; the date stays in raw_values.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
-from tasks.prices.adapters import AdapterContext, AdapterResult
+import polars as pl
+
+from tasks.prices.adapters import (
+    AdapterContext,
+    AdapterError,
+    AdapterResult,
+    conform,
+    read_csv_text,
+    read_json,
+    reference_table,
+    require_columns,
+)
+
+FIELDS = (
+    "currencyCode",
+    "tierMinimumUnits",
+    "retailPrice",
+    "armRegionName",
+    "meterName",
+    "productName",
+    "skuName",
+    "serviceName",
+    "unitOfMeasure",
+    "type",
+    "armSkuName",
+)
+GPU_VM_SIZE = r"^Standard_N[CDVG]"  # N-series: the GPU families
+NO_GPU = "no GPU (not an N-series GPU VM size)"
+NO_SHAPE = "GPU VM size not in data/reference/azure_vm_gpus.csv (GPU model and count unknown; see the file's notes)"
+
+
+def _suffix(column: str, suffix: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().str.ends_with(suffix).fill_null(False)
+
+
+def skip_rules() -> list[tuple[str, pl.Expr]]:
+    """(reason, rule broken); the first broken rule names the skip."""
+    return [
+        (
+            "not a Virtual Machines meter (Azure Machine Learning, HDInsight, ...)",
+            pl.col("serviceName") != "Virtual Machines",
+        ),
+        ("reservation", pl.col("type") == "Reservation"),
+        ("dev/test price (DevTestConsumption)", pl.col("type") == "DevTestConsumption"),
+        ("not pay-as-you-go (other price type)", pl.col("type") != "Consumption"),
+        ("Windows", pl.col("productName").str.contains("Windows")),
+        ("Low Priority", _suffix("skuName", "Low Priority") | _suffix("meterName", "Low Priority")),
+        ("not priced per hour", pl.col("unitOfMeasure") != "1 Hour"),
+        ("higher usage tier", pl.col("tierMinimumUnits").cast(pl.Float64, strict=False) > 0),
+        (NO_GPU, ~pl.col("armSkuName").str.contains(GPU_VM_SIZE)),
+    ]
+
+
+def _items_of(document: Any, path: Path) -> list[dict[str, Any]]:
+    pages = document if isinstance(document, list) else [document]
+    items: list[dict[str, Any]] = []
+    for index, page in enumerate(pages, start=1):
+        if not isinstance(page, dict) or not isinstance(page.get("Items"), list):
+            raise AdapterError(f"{path.name}: not a Retail Prices API page (page {index} has no 'Items' list)")
+        items.extend(page["Items"])
+    return items
+
+
+def read_items_json(path: Path) -> pl.DataFrame:
+    items = _items_of(read_json(path), path)
+    frame = pl.DataFrame(
+        {field: [None if i.get(field) is None else str(i[field]) for i in items] for field in FIELDS},
+        schema=dict.fromkeys(FIELDS, pl.String),
+    )
+    return frame.with_columns(
+        source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),  # item index across pages
+        raw_values=pl.Series([json.dumps(i) for i in items], dtype=pl.String),
+    )
+
+
+def read_items_csv(path: Path) -> pl.DataFrame:
+    frame = read_csv_text(path)
+    require_columns(frame, FIELDS, path, "Retail Prices API Items as CSV")
+    return frame.with_columns(
+        source_line=pl.int_range(2, pl.len() + 2, dtype=pl.Int64),  # header is line 1
+        raw_values=pl.struct(pl.all()).struct.json_encode(),
+    )
+
+
+def classify(frame: pl.DataFrame) -> pl.DataFrame:
+    reason: pl.Expr = pl.lit(None, pl.String)
+    for label, broken in reversed(skip_rules()):
+        reason = pl.when(broken.fill_null(True)).then(pl.lit(label)).otherwise(reason)
+    return frame.with_columns(skip_reason=reason)
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
-    raise NotImplementedError("azure_retail adapter is not written yet")
+    frame = read_items_json(path) if path.suffix.lower() == ".json" else read_items_csv(path)
+    frame = classify(frame)
+    counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len()
+    skipped = dict(zip(counts["skip_reason"].to_list(), counts["len"].to_list(), strict=True))
+
+    shapes = reference_table("azure_vm_gpus.csv").rename({"arm_sku_name": "armSkuName"})
+    offers = frame.filter(pl.col("skip_reason").is_null()).join(
+        shapes, on="armSkuName", how="left", maintain_order="left"
+    )
+    is_spot = _suffix("skuName", " Spot") | _suffix("meterName", " Spot")
+    records = offers.with_columns(
+        provider=pl.lit(context.provider),
+        region=pl.col("armRegionName"),
+        zone=pl.lit(None, pl.String),
+        instance_type=pl.col("armSkuName"),
+        pricing=pl.when(is_spot).then(pl.lit("spot")).otherwise(pl.lit("on_demand")),
+        usd_per_hour=pl.col("retailPrice").cast(pl.Float64, strict=False),
+        currency=pl.col("currencyCode"),
+        observed_at=pl.lit(None, pl.Datetime("us", "UTC")),
+        rejected_reason=pl.when(pl.col("gpu_name").is_null()).then(pl.lit(NO_SHAPE)).otherwise(None),
+    )
+    notes = []
+    missing = records.filter(pl.col("gpu_name").is_null())["armSkuName"].unique().sort().to_list()
+    if missing:
+        notes.append(
+            f"{len(missing)} Azure GPU VM sizes have no row in data/reference/azure_vm_gpus.csv (quarantined): "
+            + ", ".join(missing)
+        )
+    return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)

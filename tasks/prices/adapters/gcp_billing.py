@@ -1,11 +1,205 @@
-"""Adapter: gcp_billing (to be written)."""
+"""GCP Cloud Billing Catalog SKUs (`services/6F81-5844-456A/skus`, Compute Engine): a bare list of
+SKU objects or the paged envelope `{"skus": [...], "nextPageToken": ...}` (also a list of pages).
+
+GCP bills a GPU VM as three SKUs: the GPUs, the vCPUs ("A2 Instance Core") and the memory ("A2
+Instance Ram", per GiB-hour). A VM's price is composed here from the shape of its machine type
+(data/reference/gcp_machine_shapes.csv: family, GPU SKU name, GPU count, vCPUs, GiB):
+
+    usd_per_hour = gpu_price * gpu_count + core_price * vcpus + ram_price * memory_gib
+
+for every region the three SKUs all serve and each pricing (OnDemand -> on_demand; Preemptible and
+Spot -> spot). Commitment SKUs are skipped; SKUs that are not GPU/core/RAM, or that complete no
+machine shape in the file, are skipped and counted.
+
+Quirks handled here:
+- Price = units + nanos / 1e9 of `pricingInfo[0].pricingExpression.tieredRates`: the tier that
+  starts at 0, unless it is free (a free first tier, as network SKUs have), then the last priced tier.
+- Spot SKUs say so in the description ("Spot Preemptible A3 Instance Core", "Nvidia L4 GPU attached to
+  Spot Preemptible VMs"); the GPU name is the description's text before " GPU".
+- `observed_at` is the newest `effectiveTime` of the three SKUs where the file has it.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from tasks.prices.adapters import AdapterContext, AdapterResult
+import polars as pl
+
+from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, read_json, reference_table
+
+GPU_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)? running in ")
+CORE_RAM_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<family>[A-Za-z0-9]+) Instance (?P<kind>Core|Ram) running in ")
+SPOT_USAGE = ("Preemptible", "Spot")
+
+COMMITMENT = "commitment (committed-use discount)"
+NOT_VM_PART = "not a GPU, vCPU or RAM SKU (network, storage, custom machine, ...)"
+UNUSED = "prices no machine type here (no matching GPU, core and RAM SKUs with a shape in gcp_machine_shapes.csv)"
+
+
+def unit_price(sku: dict[str, Any]) -> float | None:
+    """USD per usage unit (hour, or GiB-hour for RAM) from the first pricing info's tiered rates."""
+    try:
+        tiers = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    prices = [
+        (
+            float(t.get("startUsageAmount", 0) or 0),
+            int(t["unitPrice"].get("units", 0) or 0) + int(t["unitPrice"].get("nanos", 0) or 0) / 1e9,
+        )
+        for t in tiers
+        if "unitPrice" in t
+    ]
+    first = [price for start, price in prices if start == 0]
+    if first and first[0] > 0:
+        return first[0]
+    priced = [price for _, price in prices if price > 0]
+    return priced[-1] if priced else (first[0] if first else None)
+
+
+def _effective_time(sku: dict[str, Any]) -> datetime | None:
+    try:
+        value = sku["pricingInfo"][0]["effectiveTime"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        return None
+
+
+def read_skus(path: Path) -> list[dict[str, Any]]:
+    document = read_json(path)
+    pages = document if isinstance(document, list) and document and "skus" in document[0] else [document]
+    skus: list[dict[str, Any]] = []
+    for page in pages:
+        if isinstance(page, dict) and isinstance(page.get("skus"), list):
+            skus.extend(page["skus"])
+        elif isinstance(page, list):
+            skus.extend(page)
+        else:
+            raise AdapterError(f"{path.name}: not Cloud Billing Catalog SKUs (a list, or an object with 'skus')")
+    if not all(isinstance(s, dict) and "description" in s and "category" in s for s in skus):
+        raise AdapterError(f"{path.name}: not Cloud Billing Catalog SKUs (entries without description/category)")
+    return skus
+
+
+def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
+    """One row per GPU/core/RAM SKU and region; skip counts for the rest (by SKU)."""
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    for index, sku in enumerate(skus, start=1):
+        usage = sku["category"].get("usageType", "")
+        group = sku["category"].get("resourceGroup", "")
+        description = sku["description"]
+        gpu = GPU_SKU.match(description) if group == "GPU" else None
+        part = CORE_RAM_SKU.match(description) if group in ("CPU", "RAM") else None
+        if usage.startswith("Commit"):
+            reason = COMMITMENT
+        elif gpu is None and part is None:
+            reason = NOT_VM_PART
+        else:
+            reason = None
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        for region in sku.get("serviceRegions", []):
+            rows.append(
+                {
+                    "sku_index": index,
+                    "kind": "gpu" if gpu else part.group("kind").lower(),
+                    "name": gpu.group("name") if gpu else part.group("family"),
+                    "pricing": "spot" if usage in SPOT_USAGE else "on_demand",
+                    "region": region,
+                    "price": unit_price(sku),
+                    "currency": _currency(sku),
+                    "effective_time": _effective_time(sku),
+                }
+            )
+    schema = {
+        "sku_index": pl.Int64,
+        "kind": pl.String,
+        "name": pl.String,
+        "pricing": pl.String,
+        "region": pl.String,
+        "price": pl.Float64,
+        "currency": pl.String,
+        "effective_time": pl.Datetime("us", "UTC"),
+    }
+    return pl.DataFrame(rows, schema=schema), skipped
+
+
+def _currency(sku: dict[str, Any]) -> str:
+    try:
+        return sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"].get("currencyCode", "USD")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return "USD"
+
+
+def compose(parts: pl.DataFrame, shapes: pl.DataFrame) -> pl.DataFrame:
+    """Machine type x region x pricing where the GPU, core and RAM SKUs are all present."""
+
+    def side(kind: str, on: str) -> pl.DataFrame:
+        return parts.filter(pl.col("kind") == kind).select(
+            pl.col("name").alias(on),
+            "pricing",
+            "region",
+            pl.col("price").alias(f"{kind}_price"),
+            pl.col("currency").alias(f"{kind}_currency"),
+            pl.col("sku_index").alias(f"{kind}_sku"),
+            pl.col("effective_time").alias(f"{kind}_time"),
+        )
+
+    shaped = shapes.with_columns(pl.col("gpu_count", "vcpus", "memory_gib").cast(pl.Float64))
+    gpus = side("gpu", "gpu_name").join(shaped, on="gpu_name", how="inner")
+    priced = gpus.join(side("core", "family"), on=["family", "pricing", "region"], how="inner").join(
+        side("ram", "family"), on=["family", "pricing", "region"], how="inner"
+    )
+    return priced.with_columns(
+        # The one composition formula: GPUs + vCPUs + GiB of RAM, each at its SKU's hourly price.
+        usd_per_hour=pl.col("gpu_price") * pl.col("gpu_count")
+        + pl.col("core_price") * pl.col("vcpus")
+        + pl.col("ram_price") * pl.col("memory_gib"),
+        observed_at=pl.max_horizontal("gpu_time", "core_time", "ram_time"),
+        currency=pl.when(
+            (pl.col("gpu_currency") == pl.col("core_currency")) & (pl.col("core_currency") == pl.col("ram_currency"))
+        )
+        .then(pl.col("gpu_currency"))
+        .otherwise(pl.lit("mixed")),
+    ).sort("gpu_sku", "machine_type", "region", "pricing")
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
-    raise NotImplementedError("gcp_billing adapter is not written yet")
+    skus = read_skus(path)
+    parts, skipped = classify(skus)
+    shapes = reference_table("gcp_machine_shapes.csv").select(
+        "machine_type", "family", "gpu_name", "gpu_count", "vcpus", "memory_gib"
+    )
+    offers = compose(parts, shapes)
+
+    used = set(offers["gpu_sku"].to_list()) | set(offers["core_sku"].to_list()) | set(offers["ram_sku"].to_list())
+    unused = set(parts["sku_index"].to_list()) - used
+    if unused:
+        skipped[UNUSED] = len(unused)
+
+    raw = [
+        json.dumps({"gpu": skus[g - 1], "core": skus[c - 1], "ram": skus[r - 1]})
+        for g, c, r in zip(offers["gpu_sku"], offers["core_sku"], offers["ram_sku"], strict=True)
+    ]
+    records = offers.with_columns(
+        provider=pl.lit(context.provider),
+        zone=pl.lit(None, pl.String),
+        instance_type=pl.col("machine_type"),
+        memory_gb=pl.col("memory_gib"),
+        source_line=pl.col("gpu_sku"),  # the GPU SKU's index in the file
+        raw_values=pl.Series(raw, dtype=pl.String),
+    )
+    notes = []
+    if unused:
+        names = sorted({skus[i - 1]["description"] for i in unused})
+        notes.append(f"{len(unused)} GPU/core/RAM SKUs price no machine type in this file: {'; '.join(names)}")
+    return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)

@@ -1,11 +1,70 @@
-"""Adapter: owned (to be written)."""
+"""GPUs you own (format `owned`): one CSV row per site and GPU model, priced as an amortised
+hourly cost so that they rank beside cloud offers. Columns:
+
+| column | required | meaning |
+|---|---|---|
+| site | yes | where the GPUs are (becomes `region`) |
+| gpu | yes | GPU name, any spelling in data/reference/gpu_aliases.csv |
+| gpu_count | yes | GPUs per node (the unit you would rent: `usd_per_hour` is for the node) |
+| usd_per_gpu_hour_amortised | yes | hardware + hosting cost per GPU-hour, without electricity (USD) |
+| electricity_usd_per_kwh | no | what power costs at the site (USD per kWh) |
+| pue | no | power usage effectiveness of the site (>= 1; 1.0 = no cooling overhead) |
+| instance_type | no | a name for the node; default `owned-<gpu_count>x<gpu>` |
+| observed_at | no | when the figures were set (ISO date); default the ingest time |
+
+Rows are `on_demand` (the GPUs are there whenever you want them). Energy is NOT in `usd_per_hour`:
+`electricity_usd_per_kwh` and `pue` are carried to core.price_observations so that a ranking can add
+energy = GPU power x hours x PUE x price per kWh.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.prices.adapters import AdapterContext, AdapterResult
+import polars as pl
+
+from tasks.prices.adapters import AdapterContext, AdapterResult, conform, read_csv_text, require_columns
+
+REQUIRED = ("site", "gpu", "gpu_count", "usd_per_gpu_hour_amortised")
+
+
+def _num(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
-    raise NotImplementedError("owned adapter is not written yet")
+    frame = read_csv_text(path, comment_prefix="#")
+    text_lines = path.read_text(encoding="utf-8").splitlines()
+    header_line = 1 + next((i for i, line in enumerate(text_lines) if not line.startswith("#")), 0)
+    require_columns(frame, REQUIRED, path, "an owned-GPU price file")
+    for optional in ("electricity_usd_per_kwh", "pue", "instance_type", "observed_at"):
+        if optional not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, pl.String).alias(optional))
+    frame = frame.with_columns(
+        source_line=pl.int_range(header_line + 1, header_line + 1 + pl.len(), dtype=pl.Int64),  # after comments
+        raw_values=pl.struct(pl.all()).struct.json_encode(),
+    )
+    gpu_count = _num("gpu_count")
+    records = frame.with_columns(
+        provider=pl.lit(context.provider),
+        region=pl.col("site").str.strip_chars(),
+        zone=pl.lit(None, pl.String),
+        instance_type=pl.coalesce(
+            pl.col("instance_type").str.strip_chars().replace("", None),
+            pl.format("owned-{}x{}", gpu_count.cast(pl.Int64, strict=False), pl.col("gpu").str.strip_chars()),
+        ),
+        gpu_name=pl.col("gpu").str.strip_chars(),
+        gpu_count=gpu_count,
+        pricing=pl.lit("on_demand"),
+        usd_per_hour=_num("usd_per_gpu_hour_amortised") * gpu_count,
+        currency=pl.lit("USD"),
+        observed_at=pl.col("observed_at").str.strip_chars().str.to_datetime(time_zone="UTC", strict=False),
+        electricity_usd_per_kwh=_num("electricity_usd_per_kwh"),
+        pue=_num("pue"),
+        rejected_reason=pl.when(_num("pue") < 1)
+        .then(pl.lit("PUE below 1 is impossible (facility power cannot be less than IT power)"))
+        .when(_num("electricity_usd_per_kwh") < 0)
+        .then(pl.lit("electricity price must not be negative"))
+        .otherwise(None),
+    )
+    return AdapterResult(records=conform(records))

@@ -5,8 +5,9 @@ Quirks handled here:
 - Lambda's `TotalGpuMemoryInMiB` equals the per-GPU memory (upstream bug), so memory per GPU is read
   from `Gpus[0].MemoryInfo.SizeInMiB`.
 - GCP accelerator rows price only the GPUs (InstanceType empty): each is joined to its host VM row
-  (same region and zone) through data/reference/gcp_accelerator_hosts.csv; offers with no host row
-  are kept as rows without a price, so validation quarantines them with that reason.
+  (same region and zone) through data/reference/gcp_accelerator_hosts.csv; the host rows come from
+  the same file or from `options.host_vms` (config/sources.toml). Offers with no host row are kept
+  once, without a price and with `rejected_reason` saying why, so they are quarantined and listed.
 - Price and SpotPrice become two rows (on_demand, spot); an empty SpotPrice means no spot offer.
 """
 
@@ -18,11 +19,19 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform
+from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, require_columns
 from tasks.settings import REFERENCE_DIR
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
-MIB_PER_GB = 1024.0  # catalog memory is MiB; GPU memory is reported in GiB ("80 GB" parts = 81920 MiB)
+MIB_PER_GB = 1024.0
+NO_HOST_ROW = (
+    "no GCP host VM price: the catalog prices these GPUs only, and the host catalog has no row for their "
+    "host machine type in this zone (see the file's notes)"
+)
+NO_HOST_TYPE = (
+    "no GCP host VM price: the catalog prices these GPUs only, and data/reference/gcp_accelerator_hosts.csv "
+    "names no host machine type for them (N1-attached GPUs have no fixed host)"
+)  # catalog memory is MiB; GPU memory is reported in GiB ("80 GB" parts = 81920 MiB)
 
 
 @lru_cache(maxsize=4096)
@@ -38,10 +47,8 @@ def gpu_memory_gb(gpu_info: str | None) -> float | None:
 
 
 def read_catalog(path: Path) -> pl.DataFrame:
-    frame = pl.read_csv(path, infer_schema=False, encoding="utf8")
-    missing = [c for c in REQUIRED if c not in frame.columns]
-    if missing:
-        raise AdapterError(f"{path.name}: not a SkyPilot catalog, missing column(s) {', '.join(missing)}")
+    frame = read_csv_text(path)
+    require_columns(frame, REQUIRED, path, "a SkyPilot catalog")
     if "AvailabilityZone" not in frame.columns:
         frame = frame.with_columns(AvailabilityZone=pl.lit(None, pl.String))
     for column in ("InstanceType", "vCPUs", "MemoryGiB", "GpuInfo", "SpotPrice"):
@@ -50,7 +57,7 @@ def read_catalog(path: Path) -> pl.DataFrame:
     return frame.with_columns(
         source_line=pl.int_range(2, pl.len() + 2, dtype=pl.Int64),  # header is line 1
         raw_values=pl.struct(pl.all()).struct.json_encode(),
-    )
+    ).with_columns(rejected_reason=pl.lit(None, pl.String))
 
 
 def _num(column: str) -> pl.Expr:
@@ -78,14 +85,18 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
     return pl.concat([on_demand, spot])
 
 
-def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame, provider: str) -> tuple[pl.DataFrame, list[str]]:
-    """GCP: accelerator price + host VM price (same region and zone) = instance price."""
+def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """GCP: accelerator price + host VM price (same region and zone) = instance price.
+
+    An accelerator row joins every host machine type listed for it (A3 High and A3 Edge both carry
+    8 H100s); it is unpriced only when none of them has a host row, and then it is kept once, with
+    the reason, so that it is quarantined rather than dropped."""
     mapping = pl.read_csv(REFERENCE_DIR / "gcp_accelerator_hosts.csv", infer_schema=False).select(
         AcceleratorName="accelerator", AcceleratorCount="accelerator_count", InstanceType="host_instance_type"
     )
-    accel = accelerators.with_columns(
-        AcceleratorCount=_num("AcceleratorCount").cast(pl.Int64).cast(pl.String)
-    ).drop("InstanceType", "vCPUs", "MemoryGiB")
+    accel = accelerators.with_columns(AcceleratorCount=_num("AcceleratorCount").cast(pl.Int64).cast(pl.String)).drop(
+        "InstanceType", "vCPUs", "MemoryGiB"
+    )
     host_rows = hosts.select(
         "InstanceType",
         "Region",
@@ -99,20 +110,33 @@ def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame, provider: str) 
     candidates = accel.join(mapping, on=["AcceleratorName", "AcceleratorCount"], how="left")
     joined = candidates.join(host_rows, on=["InstanceType", "Region", "AvailabilityZone"], how="left")
     priced = joined.filter(pl.col("host_price").is_not_null())
-    unpriced = joined.filter(pl.col("host_price").is_null())
+    unpriced = (
+        joined.join(priced.select("source_line").unique(), on="source_line", how="anti")
+        .group_by("source_line", maintain_order=True)
+        .agg(pl.all().exclude("InstanceType").first(), hosts=pl.col("InstanceType").drop_nulls().str.join(" or "))
+    )
+    unpriced = unpriced.with_columns(
+        rejected_reason=pl.when(pl.col("hosts").str.len_chars() > 0)
+        .then(pl.lit(NO_HOST_ROW))
+        .otherwise(pl.lit(NO_HOST_TYPE)),
+        InstanceType=pl.lit(None, pl.String),
+        Price=pl.lit(None, pl.String),
+        SpotPrice=pl.lit(None, pl.String),
+    )
 
     notes = []
-    if unpriced.height:
-        missing = (
-            unpriced.select(pl.format("{} x{}", "AcceleratorName", "AcceleratorCount"))
-            .to_series()
-            .unique()
-            .sort()
-            .to_list()
-        )
-        notes.append(
-            f"{unpriced.height} GCP accelerator rows have no host VM price (quarantined): {', '.join(missing)}"
-        )
+    for reason, label in ((NO_HOST_TYPE, "no host machine type listed"), (NO_HOST_ROW, "host VM row missing")):
+        rows = unpriced.filter(pl.col("rejected_reason") == reason)
+        if rows.height:
+            offers = rows.group_by("AcceleratorName", "AcceleratorCount", "hosts").len().sort(pl.all())
+            listed = [
+                f"{o['AcceleratorName']} x{o['AcceleratorCount']}"
+                + (f" on {o['hosts']}" if o["hosts"] else "")
+                + f" ({o['len']} rows)"
+                for o in offers.to_dicts()
+            ]
+            notes.append(f"GCP accelerator rows without a host VM price, {label} (quarantined): {', '.join(listed)}")
+    unpriced = unpriced.drop("hosts")
     priced = priced.with_columns(
         Price=(_num("Price") + pl.col("host_price")).cast(pl.String),
         SpotPrice=pl.when(_num("SpotPrice").is_not_null() & pl.col("host_spot").is_not_null())
@@ -121,15 +145,10 @@ def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame, provider: str) 
         raw_values=pl.concat_str(
             [pl.lit('{"accelerator": '), "raw_values", pl.lit(', "host": '), "host_raw", pl.lit("}")]
         ),
-    )
-    # No host: keep the row with no price (and the reason in its instance type), so it is quarantined.
-    unpriced = unpriced.with_columns(
-        InstanceType=pl.coalesce("InstanceType", pl.lit("(no GCP host VM price)")),
-        Price=pl.lit(None, pl.String),
-        SpotPrice=pl.lit(None, pl.String),
+        rejected_reason=pl.lit(None, pl.String),
     )
     columns = [c for c in priced.columns if c not in ("host_price", "host_spot", "host_raw")]
-    return pl.concat([priced.select(columns), unpriced.select(columns)]), notes
+    return pl.concat([priced.select(columns), unpriced.select(columns)], how="vertical_relaxed"), notes
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
@@ -148,7 +167,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         host_file = context.options.get("host_vms")
         if host_file:
             hosts = pl.concat([hosts, read_catalog(Path(host_file))], how="diagonal_relaxed")
-        accel_priced, gcp_notes = _gcp_offers(accelerator_only, hosts, context.provider)
+        accel_priced, gcp_notes = _gcp_offers(accelerator_only, hosts)
         notes += gcp_notes
         whole = pl.concat([whole, accel_priced.select(whole.columns)], how="vertical_relaxed")
     elif host_only.height:
@@ -158,6 +177,3 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     if records.height == 0 and frame.height > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {frame.height} rows")
     return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
-
-
-

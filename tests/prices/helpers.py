@@ -1,0 +1,35 @@
+"""Shared helpers for the price tests: ingest sources into a warehouse connection, count tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from tasks.files import FileOutcome
+from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.reference import load_reference_tables, read_aliases
+
+COUNT_QUERIES = {
+    "raw.ingested_files": "select count(*) from raw.ingested_files",
+    "raw.price_records": "select count(*) from raw.price_records",
+    "core.price_observations": "select count(*) from core.price_observations",
+    "quarantine.rejected_rows": "select count(*) from quarantine.rejected_rows",
+    "quarantine.rejected_files": "select count(*) from quarantine.rejected_files",
+}
+
+
+def ingest(con: duckdb.DuckDBPyConnection, sources: list[PriceSource], at: datetime | None = None) -> list[FileOutcome]:
+    load_reference_tables(con)
+    aliases = read_aliases()
+    at = at or datetime.now(UTC)
+    return [ingest_price_file(con, source, aliases, at) for source in sources]
+
+
+def source(path: Path, provider: str, fmt: str, **options: object) -> PriceSource:
+    return PriceSource(Path(path), provider, fmt, dict(options))
+
+
+def table_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    return {table: con.execute(sql).fetchone()[0] for table, sql in COUNT_QUERIES.items()}
