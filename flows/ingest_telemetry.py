@@ -1,0 +1,59 @@
+"""The `ingest_telemetry` flow: every configured (or given) telemetry file into the warehouse, then the
+feature table `features.training_runs` rebuilt from the current runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from tasks.features import refresh_feature_table
+from tasks.files import FileOutcome
+from tasks.reference import load_reference_tables, read_aliases
+from tasks.settings import load_config
+from tasks.sources import configured_telemetry_paths
+from tasks.summary import outcomes_markdown
+from tasks.telemetry.ingest import ingest_telemetry_file
+from tasks.telemetry.normalise import load_vocabulary
+from tasks.warehouse import warehouse
+
+_retry = load_config("settings")["prefect"]
+
+
+@task(
+    name="ingest-telemetry-file",
+    retries=_retry["task_retries"],
+    retry_delay_seconds=_retry["task_retry_delay_seconds"],
+    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
+    cache_policy=NO_CACHE,
+)
+def ingest_telemetry_file_task(
+    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict
+) -> FileOutcome:
+    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary)
+
+
+@task(name="refresh-feature-table", cache_policy=NO_CACHE)
+def refresh_feature_table_task(con: duckdb.DuckDBPyConnection) -> int:
+    return refresh_feature_table(con)
+
+
+@flow(name="ingest_telemetry", log_prints=True)
+def ingest_telemetry(paths: list[Path] | None = None) -> list[FileOutcome]:
+    paths = [Path(p) for p in paths] if paths else configured_telemetry_paths()
+    ingested_at = datetime.now(UTC)
+    with warehouse() as con:
+        load_reference_tables(con)
+        aliases = read_aliases()
+        vocabulary = load_vocabulary()
+        outcomes = [ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary) for path in paths]
+        feature_rows = refresh_feature_table_task(con)
+    report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
+    create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")
+    print(report)
+    return outcomes

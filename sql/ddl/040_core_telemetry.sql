@@ -1,0 +1,76 @@
+-- Training runs, one current row per run_id, in the telemetry contract's vocabulary (normalised by
+-- tasks/telemetry/normalise.py, validated by expectations/telemetry.json).
+create table if not exists core.telemetry_runs (
+    run_id                   varchar not null primary key,
+    gpu                      varchar not null,  -- canonical GPU id (data/reference/gpu_aliases.csv)
+    gpu_name                 varchar,           -- the GPU as the source spelled it
+    num_gpus                 bigint not null,
+    model_name               varchar,
+    params_b                 double not null,   -- total parameters, billions
+    active_params_b          double not null,   -- parameters active per token, billions (MoE); default params_b
+    n_layers                 bigint,            -- model shape, when the record gives it
+    d_model                  bigint,
+    seq_len                  bigint not null,   -- tokens
+    precision                varchar not null,  -- fp32 | tf32 | fp16 | bf16 | fp8 | fp4
+    precision_name           varchar,           -- the precision as the source spelled it
+    workload                 varchar not null,  -- pretrain | sft | lora | qlora
+    micro_batch              bigint,            -- sequences per GPU per micro-step
+    global_batch_tokens      bigint,            -- tokens per optimizer step, all GPUs
+    parallelism              varchar,
+    activation_checkpointing boolean,
+    framework                varchar,
+    optimizer                varchar,
+    learning_rate            double,
+    avg_power_w              double,            -- W per GPU
+    mfu_reported             double,            -- the source's own MFU (its definition; not recomputed)
+    tokens_processed         double,            -- tokens, all GPUs (when the record gives throughput this way)
+    wall_seconds             double,            -- s
+    tokens_per_sec_per_gpu   double not null,   -- tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
+    recorded_at              timestamptz,       -- UTC, when the source recorded the measurement
+    source                   varchar,           -- where the number comes from, "repository:path@commit"
+    workload_name            varchar,           -- the workload as the source spelled it
+    record_hash              varchar not null,  -- SHA-256 of the normalised values: same hash = same record
+    source_file              varchar not null,
+    source_line              bigint,            -- 1-based line (CSV, JSON Lines) or record (Parquet)
+    content_sha256           varchar not null,
+    ingested_at              timestamptz not null -- UTC
+);
+
+-- Every record of a run that a newer record replaced (or that arrived older than the current one).
+create table if not exists core.telemetry_run_history (
+    run_id                   varchar not null,
+    gpu                      varchar,
+    gpu_name                 varchar,
+    num_gpus                 bigint,
+    model_name               varchar,
+    params_b                 double,
+    active_params_b          double,
+    n_layers                 bigint,
+    d_model                  bigint,
+    seq_len                  bigint,
+    precision                varchar,
+    precision_name           varchar,
+    workload                 varchar,
+    micro_batch              bigint,
+    global_batch_tokens      bigint,
+    parallelism              varchar,
+    activation_checkpointing boolean,
+    framework                varchar,
+    optimizer                varchar,
+    learning_rate            double,
+    avg_power_w              double,
+    mfu_reported             double,
+    tokens_processed         double,
+    wall_seconds             double,
+    tokens_per_sec_per_gpu   double,
+    recorded_at              timestamptz,
+    source                   varchar,
+    workload_name            varchar,
+    record_hash              varchar,
+    source_file              varchar,
+    source_line              bigint,
+    content_sha256           varchar,
+    ingested_at              timestamptz,       -- UTC, when this (now superseded) record was ingested
+    superseded_at            timestamptz not null, -- UTC, when a newer record replaced it
+    superseded_by_sha        varchar            -- content_sha256 of the file holding the current record
+);

@@ -1,0 +1,96 @@
+-- Feature rows for training runs: the token-efficiency models' only input (contract 1).
+-- `feature_input` is registered by tasks/features.py: normalised runs (tasks/telemetry/normalise.py
+-- columns) plus `_feature_row` (input order). Throughput is optional (prediction inputs): without it
+-- the target, achieved TFLOP/s and MFU are null. FLOPs per token: see sql/ddl/041_flops_macros.sql.
+-- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model).
+with runs as (
+    select * from feature_input
+),
+
+specs as (
+    select * from core.gpu_specs
+),
+
+shapes as (
+    select model_name, n_layers::bigint as n_layers, d_model::bigint as d_model
+    from read_csv($model_shapes, header = true, all_varchar = true)
+),
+
+joined as (
+    select
+        runs.*,
+        -- the row's own shape wins; else the shipped shape of its model_name
+        case when runs.n_layers is not null and runs.d_model is not null then runs.n_layers
+             else shapes.n_layers end as shape_n_layers,
+        case when runs.n_layers is not null and runs.d_model is not null then runs.d_model
+             else shapes.d_model end as shape_d_model,
+        dense_peak_tflops(
+            runs.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops
+        ) as peak_tflops,
+        specs.memory_gb as gpu_memory_gb,
+        specs.mem_bandwidth_tbps,
+        specs.tdp_w,
+        specs.intra_node_bw_gbps_unidir
+    from runs
+    left join specs on runs.gpu = specs.gpu
+    left join shapes on runs.model_name = shapes.model_name
+),
+
+flops as (
+    select
+        *,
+        coalesce(attention_flops_per_token(shape_n_layers, shape_d_model, seq_len), 0.0)
+            as attention_flops_per_token,                                   -- FLOPs per token
+        shape_n_layers is not null and shape_d_model is not null as attention_term_known
+    from joined
+),
+
+per_token as (
+    select
+        *,
+        parameter_flops_per_token(workload, active_params_b) + attention_flops_per_token
+            as flops_per_token                                              -- FLOPs per token
+    from flops
+),
+
+final as (
+    select
+        _feature_row,
+        run_id,
+        gpu,
+        num_gpus,
+        log2(num_gpus)                                      as log2_num_gpus,
+        params_b,                                                           -- billions
+        active_params_b,                                                    -- billions
+        active_params_b < params_b                          as is_moe,
+        seq_len,                                                            -- tokens
+        precision,
+        workload,
+        micro_batch,
+        global_batch_tokens,
+        global_batch_tokens / num_gpus                      as tokens_per_gpu_per_step,
+        activation_checkpointing,
+        framework,
+        optimizer,
+        learning_rate,
+        source,
+        nullif(split_part(source, ':', 1), '')              as source_group, -- repository, e.g. mosaicml/llm-foundry
+        peak_tflops,                                                        -- dense TFLOP/s per GPU, run's precision
+        gpu_memory_gb,                                                      -- GB per GPU
+        mem_bandwidth_tbps,                                                 -- TB/s per GPU
+        tdp_w,                                                              -- W per GPU
+        intra_node_bw_gbps_unidir,                                          -- GB/s per direction
+        flops_per_token,                                                    -- FLOPs per token
+        attention_flops_per_token,                                          -- FLOPs per token
+        attention_term_known,
+        params_b / num_gpus                                 as params_per_gpu_b, -- billions per GPU
+        params_b * 1e9 / (num_gpus * gpu_memory_gb)         as memory_pressure_params_per_gb, -- parameters per GB
+        peak_tflops * 1e12 / flops_per_token                as physics_bound_tokens_per_sec_per_gpu, -- at MFU 1
+        tokens_per_sec_per_gpu,                                             -- target, tokens/s per GPU
+        tokens_per_sec_per_gpu * flops_per_token / 1e12     as achieved_tflops_per_gpu, -- model TFLOP/s per GPU
+        tokens_per_sec_per_gpu * flops_per_token / (peak_tflops * 1e12) as mfu
+    from per_token
+)
+
+select * exclude (_feature_row) from final order by _feature_row

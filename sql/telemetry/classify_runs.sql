@@ -1,0 +1,33 @@
+-- What each accepted record does to core.telemetry_runs (`accepted_runs` registered by
+-- tasks/telemetry/ingest.py, one row per run_id):
+--   new       - no current record of the run
+--   unchanged - the current record has the same values (record_hash): nothing to do
+--   newer     - replaces the current record, which moves to history. Newer = later recorded_at; when
+--               either record has no recorded_at (or they are equal), the later ingest (this one) wins.
+--   older     - recorded before the current record: kept in history only
+with incoming as (
+    select * from accepted_runs
+),
+
+current_runs as (
+    select run_id, record_hash as current_hash, recorded_at as current_recorded_at,
+           content_sha256 as current_sha
+    from core.telemetry_runs
+),
+
+final as (
+    select
+        incoming.*,
+        current_runs.current_sha,
+        case
+            when current_runs.run_id is null then 'new'
+            when current_runs.current_hash = incoming.record_hash then 'unchanged'
+            when incoming.recorded_at is not null and current_runs.current_recorded_at is not null
+                 and incoming.recorded_at < current_runs.current_recorded_at then 'older'
+            else 'newer'
+        end as action
+    from incoming
+    left join current_runs on incoming.run_id = current_runs.run_id
+)
+
+select * from final order by _row_id

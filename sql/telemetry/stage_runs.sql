@@ -1,0 +1,39 @@
+-- Normalised telemetry rows joined to the GPU specs, with the columns the telemetry suite checks.
+-- `normalised_runs` is registered by tasks/telemetry/ingest.py. Formulas: sql/ddl/041_flops_macros.sql.
+with runs as (
+    select * from normalised_runs
+),
+
+specs as (
+    select * from core.gpu_specs
+),
+
+peaks as (
+    select
+        runs.*,
+        specs.gpu is not null as gpu_has_specs,
+        dense_peak_tflops(
+            runs.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops
+        ) as peak_tflops                                         -- dense TFLOP/s per GPU, run's precision
+    from runs
+    left join specs on runs.gpu = specs.gpu
+),
+
+final as (
+    select
+        *,
+        case when gpu is null then gpu_name end                 as unknown_gpu,
+        case when gpu is not null and not gpu_has_specs then gpu end as gpu_without_specs,
+        case when precision is null then precision_name end     as unknown_precision,
+        case when workload is null then workload_name end       as unknown_workload,
+        case when gpu_has_specs and precision is not null and peak_tflops is null
+             then precision end                                 as precision_without_peak,
+        active_params_b / params_b                              as active_params_share,
+        -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible
+        parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
+            / (peak_tflops * 1e12)                              as implied_peak_ratio
+    from peaks
+)
+
+select * from final order by _row_id

@@ -1,0 +1,48 @@
+"""Feature rows for the token-efficiency models (contract 1), from ONE SQL file over normalised runs.
+
+`build_features(con, runs)` works for stored runs and for prediction inputs without throughput;
+`features.training_runs` is the same SQL over `core.telemetry_runs`, refreshed after every ingest.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from tasks.settings import load_config, resolve_project_path
+from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
+from tasks.warehouse import execute, query, registered
+
+FEATURE_ROW = "_feature_row"
+
+
+def model_shapes_path() -> str:
+    return str(resolve_project_path(load_config("telemetry")["reference"]["model_shapes"]))
+
+
+def _conform(runs: pl.DataFrame) -> pl.DataFrame:
+    """Every normalised column with its contract type (null where the frame has none), plus input order."""
+    columns = [
+        (pl.col(name).cast(dtype) if name in runs.columns else pl.lit(None, dtype)).alias(name)
+        for name, dtype in NORMALISED_SCHEMA.items()
+    ]
+    return runs.select(columns).with_row_index(FEATURE_ROW)
+
+
+def build_features(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> pl.DataFrame:
+    """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
+
+    `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
+    Needs core.gpu_specs (tasks.reference.load_reference_tables)."""
+    with registered(con, "feature_input", _conform(runs)):
+        features = query(con, "features/build_features", {"model_shapes": model_shapes_path()}).pl()
+    return features.select(FEATURE_COLUMNS)
+
+
+def refresh_feature_table(con: duckdb.DuckDBPyConnection) -> int:
+    """(Re)build features.training_runs from core.telemetry_runs; returns its row count."""
+    runs = query(con, "features/telemetry_runs").pl()
+    features = build_features(con, runs)
+    with registered(con, "training_run_features", features):
+        execute(con, "features/replace_training_runs")
+    return features.height

@@ -1,0 +1,88 @@
+"""The telemetry contract (../shared/DESIGN.md, "Training telemetry") as column names and types.
+
+`NORMALISED_SCHEMA` is what `normalise_runs` returns and what `core.telemetry_runs` stores (plus the
+provenance columns), so the feature SQL can rely on every column existing with one type.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# Columns a telemetry FILE must have (a missing one is a file-level error naming it). Throughput is
+# required too, as `tokens_per_sec_per_gpu` or as the pair `tokens_processed` + `wall_seconds`.
+REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "seq_len", "precision")
+THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
+THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
+
+# Contract columns as read: name -> kind ("text", "float", "int", "bool", "timestamp", or a vocabulary).
+INPUT_KINDS: dict[str, str] = {
+    "run_id": "text",
+    "gpu": "text",
+    "num_gpus": "int",
+    "params_b": "float",
+    "active_params_b": "float",
+    "seq_len": "int",
+    "precision": "precision",
+    "tokens_per_sec_per_gpu": "float",
+    "tokens_processed": "float",
+    "wall_seconds": "float",
+    "recorded_at": "timestamp",
+    "model_name": "text",
+    "micro_batch": "int",
+    "global_batch_tokens": "int",
+    "workload": "workload",
+    "parallelism": "text",
+    "activation_checkpointing": "bool",
+    "framework": "text",
+    "optimizer": "text",
+    "learning_rate": "float",
+    "avg_power_w": "float",
+    "mfu": "float",
+    "n_layers": "int",
+    "d_model": "int",
+    "source": "text",
+}
+
+# The normalised run: contract values in the contract's vocabulary, plus the spellings as given.
+NORMALISED_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "gpu": pl.String(),                      # canonical GPU id (data/reference/gpu_aliases.csv)
+    "gpu_name": pl.String(),                 # the GPU as the source spelled it
+    "num_gpus": pl.Int64(),
+    "model_name": pl.String(),
+    "params_b": pl.Float64(),                # total parameters, billions
+    "active_params_b": pl.Float64(),         # parameters active per token, billions (MoE); default params_b
+    "n_layers": pl.Int64(),
+    "d_model": pl.Int64(),
+    "seq_len": pl.Int64(),                   # tokens
+    "precision": pl.String(),                # fp32 | tf32 | fp16 | bf16 | fp8 | fp4
+    "precision_name": pl.String(),           # the precision as the source spelled it
+    "workload": pl.String(),                 # pretrain | sft | lora | qlora
+    "micro_batch": pl.Int64(),               # sequences per GPU per micro-step
+    "global_batch_tokens": pl.Int64(),       # tokens per optimizer step, all GPUs
+    "parallelism": pl.String(),
+    "activation_checkpointing": pl.Boolean(),
+    "framework": pl.String(),
+    "optimizer": pl.String(),
+    "learning_rate": pl.Float64(),
+    "avg_power_w": pl.Float64(),             # W per GPU
+    "mfu_reported": pl.Float64(),            # the source's own MFU (definitions differ; not used as a feature)
+    "tokens_processed": pl.Float64(),        # tokens, all GPUs
+    "wall_seconds": pl.Float64(),            # s
+    "tokens_per_sec_per_gpu": pl.Float64(),  # tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
+    "recorded_at": pl.Datetime("us", "UTC"),
+    "source": pl.String(),
+}
+
+NORMALISED_COLUMNS: tuple[str, ...] = tuple(NORMALISED_SCHEMA)
+
+# The feature columns (contract 1, names fixed), in order. build_features returns exactly these.
+FEATURE_COLUMNS: tuple[str, ...] = (
+    "run_id", "gpu", "num_gpus", "log2_num_gpus", "params_b", "active_params_b", "is_moe", "seq_len",
+    "precision", "workload", "micro_batch", "global_batch_tokens", "tokens_per_gpu_per_step",
+    "activation_checkpointing", "framework", "optimizer", "learning_rate", "source", "source_group",
+    "peak_tflops", "gpu_memory_gb", "mem_bandwidth_tbps", "tdp_w", "intra_node_bw_gbps_unidir",
+    "flops_per_token", "attention_flops_per_token", "attention_term_known", "params_per_gpu_b",
+    "memory_pressure_params_per_gb", "physics_bound_tokens_per_sec_per_gpu",
+    "tokens_per_sec_per_gpu", "achieved_tflops_per_gpu", "mfu",
+)

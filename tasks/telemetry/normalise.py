@@ -1,0 +1,161 @@
+"""Telemetry rows in any spelling -> the contract's vocabulary and types.
+
+Works on any rows in the telemetry contract, including prediction inputs that carry no throughput
+columns at all: every contract column is present in the result (null where the input has none).
+Columns outside the contract pass through untouched.
+
+Vocabularies (precision, workload, booleans) live in config/telemetry.toml; GPU names resolve through
+the alias table (exact, case-sensitive). Values that cannot be read as their type are not guessed:
+they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from tasks.settings import load_config
+from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA
+
+CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
+CONTRACT_WORKLOADS = ("pretrain", "sft", "lora", "qlora")
+DEFAULT_WORKLOAD = "pretrain"
+
+_SPACES = re.compile(r"\s+")
+
+
+def spelling_key(value: str) -> str:
+    """How a free spelling is looked up: trimmed, lower-case, runs of spaces collapsed."""
+    return _SPACES.sub(" ", value.strip().lower())
+
+
+def load_vocabulary() -> dict[str, dict[str, Any]]:
+    """precision / workload / boolean spelling -> contract value (config/telemetry.toml)."""
+    cfg = load_config("telemetry")
+    precision = {spelling_key(k): v for k, v in cfg.get("precision", {}).items()}
+    precision.update({p: p for p in CONTRACT_PRECISIONS})
+    workload = {spelling_key(k): v for k, v in cfg.get("workload", {}).items()}
+    workload.update({w: w for w in CONTRACT_WORKLOADS})
+    boolean = {spelling_key(k): bool(v) for k, v in cfg.get("boolean", {}).items()}
+    for table, allowed in (("precision", CONTRACT_PRECISIONS), ("workload", CONTRACT_WORKLOADS)):
+        wrong = sorted({v for v in locals()[table].values() if v not in allowed})
+        if wrong:
+            raise ValueError(f"config/telemetry.toml [{table}] maps to {wrong}; allowed: {', '.join(allowed)}")
+    return {"precision": precision, "workload": workload, "boolean": boolean}
+
+
+def _text(frame: pl.DataFrame, column: str) -> pl.Series:
+    """The column as trimmed text (null where absent or empty)."""
+    if column not in frame.columns:
+        return pl.Series(column, [None] * frame.height, dtype=pl.String)
+    series = frame[column]
+    if series.dtype == pl.Boolean:
+        series = series.cast(pl.String)
+    elif series.dtype != pl.String:
+        series = series.cast(pl.String, strict=False)
+    series = series.str.strip_chars()
+    return series.set(series == "", None) if series.len() else series  # type: ignore[arg-type]
+
+
+def _lookup(text: pl.Series, table: dict[str, Any], dtype: pl.DataType) -> pl.Series:
+    values = [None if t is None else table.get(spelling_key(t)) for t in text.to_list()]
+    return pl.Series(text.name, values, dtype=dtype)
+
+
+def _timestamp(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace(" UTC", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, dict[str, Any]]) -> pl.Series:
+    text = _text(frame, column)
+    if kind in ("text", "precision", "workload"):
+        return text
+    if kind == "float":
+        return text.cast(pl.Float64, strict=False)
+    if kind == "int":
+        number = text.cast(pl.Float64, strict=False)
+        whole = number.is_finite() & (number == number.floor())
+        return number.set(~whole.fill_null(False), None).cast(pl.Int64)  # type: ignore[arg-type]
+    if kind == "bool":
+        return _lookup(text, vocabulary["boolean"], pl.Boolean())
+    if kind == "timestamp":
+        return pl.Series(column, [_timestamp(v) for v in text.to_list()], dtype=pl.Datetime("us", "UTC"))
+    raise ValueError(f"unknown column kind {kind!r}")
+
+
+def _canonical_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
+    """The alias table plus every canonical id as its own alias (a run may name the GPU by its id)."""
+    identity = aliases.select(pl.col("gpu").alias("alias"), "gpu").unique()
+    identity = identity.join(aliases.select("alias"), on="alias", how="anti")
+    return pl.concat([aliases.select("alias", "gpu"), identity])
+
+
+def normalise_runs(
+    frame: pl.DataFrame, aliases: pl.DataFrame, vocabulary: dict[str, dict[str, Any]] | None = None
+) -> pl.DataFrame:
+    """Map free spellings to the contract and derive what the contract derives.
+
+    Returns the input's non-contract columns, then every column of NORMALISED_SCHEMA, then
+    `workload_name` (as given) and `unparsed_fields` ("column='value'; ..." or null)."""
+    vocabulary = vocabulary or load_vocabulary()
+    parsed: dict[str, pl.Series] = {}
+    unparsed: list[pl.Series] = []
+    for column, kind in INPUT_KINDS.items():
+        values = _parse(frame, column, kind, vocabulary)
+        parsed[column] = values
+        if kind in ("float", "int", "bool", "timestamp"):
+            text = _text(frame, column)
+            failed = text.is_not_null() & values.is_null()
+            unparsed.append(
+                pl.Series(column, [f"{column}={t!r}" if bad else None for t, bad in zip(text, failed, strict=True)])
+            )
+
+    lookup = _canonical_gpus(aliases)
+    gpu_names = parsed["gpu"]
+    gpu = pl.DataFrame({"alias": gpu_names}).join(lookup, on="alias", how="left", maintain_order="left")["gpu"]
+
+    precision = _lookup(parsed["precision"], vocabulary["precision"], pl.String())
+    workload_name = parsed["workload"]
+    workload = _lookup(workload_name, vocabulary["workload"], pl.String())
+    workload = workload.set(workload_name.is_null(), DEFAULT_WORKLOAD) if frame.height else workload  # type: ignore[arg-type]
+
+    columns: dict[str, pl.Series] = {
+        "run_id": parsed["run_id"],
+        "gpu": gpu,
+        "gpu_name": gpu_names,
+        "precision": precision,
+        "precision_name": parsed["precision"],
+        "workload": workload,
+        "mfu_reported": parsed["mfu"],
+    }
+    for name in NORMALISED_COLUMNS:
+        if name not in columns:
+            columns[name] = parsed[name]
+    normalised = pl.DataFrame(
+        {name: columns[name].rename(name) for name in NORMALISED_COLUMNS}, schema=NORMALISED_SCHEMA
+    ).with_columns(
+        active_params_b=pl.coalesce("active_params_b", "params_b"),
+        tokens_per_sec_per_gpu=pl.coalesce(
+            "tokens_per_sec_per_gpu",
+            pl.when(pl.col("wall_seconds") > 0).then(
+                pl.col("tokens_processed") / pl.col("wall_seconds") / pl.col("num_gpus")
+            ),
+        ),
+        workload_name=workload_name,
+        unparsed_fields=(
+            pl.concat_str([s for s in unparsed], separator="; ", ignore_nulls=True)
+            if unparsed
+            else pl.lit(None, pl.String)
+        ),
+    ).with_columns(pl.col("unparsed_fields").replace("", None))
+    passthrough = frame.drop([c for c in frame.columns if c in INPUT_KINDS or c in normalised.columns])
+    return pl.concat([passthrough, normalised], how="horizontal")

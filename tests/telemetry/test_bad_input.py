@@ -1,0 +1,102 @@
+"""Bad telemetry: each fault quarantined with a clear reason, nothing else lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from tests.telemetry.helpers import SAMPLE, current_runs, ingest, rejected, sample_rows
+
+GOOD = "llm-foundry-d8cd8403c5"   # line 2: MPT-70b, 512 x H100-SXM, bf16, 1007 tokens/s/GPU
+A100 = "llm-foundry-214423f80b"   # line 79: MPT-70b, 64 x A100-80GB, bf16, 410 tokens/s/GPU
+
+
+def _faulty_file(tmp_path: Path) -> Path:
+    """Real sample rows, each but the first two given one fault (data line = index + 2)."""
+    base = sample_rows(GOOD).to_dicts()[0]
+    a100 = sample_rows(A100).to_dicts()[0]
+
+    def variant(run_id: str | None, **changes: str | None) -> dict:
+        return {**base, "run_id": run_id, **changes}
+
+    rows = [
+        base,                                                               # line 2: good
+        a100,                                                               # line 3: good
+        variant("bad-gpu", gpu="H100 SXM5 80GB (typo)"),                    # line 4
+        variant("bad-precision", precision="int3"),                         # line 5
+        variant("zero-throughput", tokens_per_sec_per_gpu="0"),             # line 6
+        variant("negative-throughput", tokens_per_sec_per_gpu="-5"),        # line 7
+        variant(None),                                                      # line 8: run_id missing
+        variant("dup", tokens_per_sec_per_gpu="1000"),                      # line 9
+        variant("dup", tokens_per_sec_per_gpu="1001"),                      # line 10: conflicts with 9
+        # over peak: 6 x 64.8624e9 x 3000 = 1167.5 TFLOP/s > 989 (ratio 1.18)
+        variant("over-peak", tokens_per_sec_per_gpu="3000"),                # line 11
+        {**a100, "run_id": "a100-fp8", "precision": "fp8"},                 # line 12: A100 has no fp8 peak
+        variant("same", tokens_per_sec_per_gpu="900"),                      # line 13
+        variant("same", tokens_per_sec_per_gpu="900"),                      # line 14: identical to 13
+        variant("words", num_gpus="eight"),                                 # line 15
+    ]
+    path = tmp_path / "faulty.csv"
+    pl.DataFrame(rows, schema={c: pl.String for c in base}).write_csv(path)
+    return path
+
+
+def test_each_fault_has_its_reason_and_the_good_rows_load(con, tmp_path: Path) -> None:
+    outcome = ingest(con, _faulty_file(tmp_path))
+    reasons = dict(zip(rejected(con)["source_line"].to_list(), rejected(con)["failed_check"].to_list(), strict=True))
+    assert sorted(reasons) == [4, 5, 6, 7, 8, 9, 10, 11, 12, 15]
+    assert "unknown GPU" in reasons[4] and "unknown_gpu" in reasons[4]
+    assert "unknown precision spelling" in reasons[5]
+    assert reasons[6] == reasons[7]
+    assert "throughput must be positive" in reasons[6]
+    assert "run_id missing" in reasons[8]
+    assert "duplicate run_id in one file with conflicting values (lines 9, 10)" in reasons[9]
+    assert reasons[9] == reasons[10]
+    assert "physically impossible throughput" in reasons[11]
+    assert "no dense peak for this precision" in reasons[12]
+    # a word where a count belongs: named with its value (and num_gpus is then missing)
+    assert "num_gpus='eight'" in reasons[15] and "num_gpus missing" in reasons[15]
+    for line in (4, 5, 6, 7, 8, 11, 12):   # one fault each -> one reason each
+        assert reasons[line].count("expect_") == 1, reasons[line]
+    # 14 rows: 10 quarantined, line 14 skipped as an identical duplicate of 13, 3 loaded (2, 3, 13)
+    assert sorted(current_runs(con)["run_id"].to_list()) == sorted([GOOD, A100, "same"])
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined, outcome.rows_skipped) == (14, 3, 10, 1)
+    assert current_runs(con).filter(pl.col("run_id") == "same")["source_line"].to_list() == [13]
+    assert con.sql("select count(*) from raw.telemetry_records").fetchall()[0][0] == 14
+    assert outcome.notes[0] == "unknown GPU names: H100 SXM5 80GB (typo)"
+
+
+def test_missing_required_column_is_a_file_error_naming_it(con, tmp_path: Path) -> None:
+    path = tmp_path / "no_seq_len.csv"
+    pl.read_csv(SAMPLE, infer_schema=False).head(5).drop("seq_len").write_csv(path)
+    outcome = ingest(con, path)
+    assert outcome.status == "quarantined"
+    assert outcome.error == "missing required column 'seq_len'"
+    files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
+    assert files == [(str(path), "missing required column 'seq_len'")]
+    assert current_runs(con).height == 0
+
+
+def test_truncated_parquet_is_quarantined_and_the_next_file_still_loads(con, tmp_path: Path) -> None:
+    whole = tmp_path / "slice.parquet"
+    pl.read_csv(SAMPLE, infer_schema=False).head(20).write_parquet(whole)
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    bad = ingest(con, truncated)
+    assert bad.status == "quarantined"
+    assert bad.error.startswith("unreadable Parquet file")
+    good = ingest(con, whole)
+    # the first 20 sample rows (lines 2-21) are llm-foundry rows, all valid
+    assert (good.status, good.rows_loaded, good.rows_quarantined) == ("loaded", 20, 0)
+    assert current_runs(con).height == 20
+    assert con.sql("select count(*) from quarantine.rejected_files").fetchall()[0][0] == 1
+
+
+def test_columns_outside_the_contract_are_kept_in_raw_and_ignored(con, tmp_path: Path) -> None:
+    path = tmp_path / "extra.csv"
+    sample_rows(GOOD).with_columns(cluster_name=pl.lit("north-1")).write_csv(path)
+    outcome = ingest(con, path)
+    assert (outcome.rows_loaded, outcome.rows_quarantined) == (1, 0)
+    raw = con.sql("select raw_values->>'cluster_name' from raw.telemetry_records").fetchall()
+    assert raw == [("north-1",)]
