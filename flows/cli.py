@@ -61,24 +61,38 @@ def ingest_telemetry_cmd(
 def run() -> None:
     """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
     from flows.nightly import nightly
+    from tasks.publishing.lock import RunLockedError
 
-    nightly()
+    try:
+        nightly()
+    except RunLockedError as error:
+        fail(str(error), 3)
 
 
 @app.command()
 def train() -> None:
     """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
     from flows.train import train as train_flow
+    from tasks.model.training import NotEnoughTelemetryError
+    from tasks.warehouse import WarehouseBusyError
 
-    train_flow()
+    try:
+        train_flow()
+    except (NotEnoughTelemetryError, WarehouseBusyError) as error:
+        fail(str(error))
 
 
 @app.command()
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
     from flows.publish import publish as publish_flow
+    from tasks.warehouse import WarehouseBusyError
 
-    publish_flow()
+    try:
+        outcome = publish_flow()
+    except WarehouseBusyError as error:
+        fail(str(error))
+    out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 
 @app.command()
@@ -87,9 +101,14 @@ def predict(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write (CSV or Parquet)")],
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
-    from tasks.model.predict import predict_file
+    from tasks.model.predict import NoChampionError, predict_file
 
-    predict_file(input, output)
+    try:
+        result = predict_file(input, output)
+    except (NoChampionError, FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    unscored = result.filter(result["unscored_reason"].is_not_null()).height
+    out.print(f"{result.height - unscored} row(s) predicted, {unscored} unscored (see unscored_reason) -> {output}")
 
 
 @app.command()

@@ -1,12 +1,53 @@
-"""The `nightly` flow: ingest prices -> ingest telemetry -> train -> publish."""
+"""The `nightly` flow: ingest prices -> ingest telemetry -> train -> publish.
+
+A failing step before publish is reported and skipped, not fatal: broken price files are quarantined
+per file by ingest_prices itself; a failed training keeps yesterday's champion; publish always runs.
+A lock file (paths().run_lock) keeps two nightly runs from overlapping."""
 
 from __future__ import annotations
 
 from prefect import flow
+from prefect.artifacts import create_markdown_artifact
 
 from flows.ingest_prices import ingest_prices
+from flows.ingest_telemetry import ingest_telemetry
+from flows.publish import publish
+from flows.train import train
+from tasks.publishing.lock import run_lock
+from tasks.settings import paths
+
+# What each step's failure means for tonight's publish.
+CONSEQUENCES = {
+    "ingest_prices": "tonight's ranking uses the prices already in the warehouse",
+    "ingest_telemetry": "the model is trained on the telemetry already in the warehouse",
+    "train": "yesterday's champion model is kept and used",
+}
+
+
+def _failure_message(state: object) -> str:
+    message = getattr(state, "message", None) or ""
+    return message.splitlines()[0][:300] if message else type(state).__name__
 
 
 @flow(name="nightly", log_prints=True)
-def nightly() -> None:
-    ingest_prices()
+def nightly() -> dict[str, str]:
+    """Returns each step's outcome ('completed' or 'skipped: ...')."""
+    steps: dict[str, str] = {}
+    with run_lock(paths().run_lock):
+        for name, step in (("ingest_prices", ingest_prices), ("ingest_telemetry", ingest_telemetry), ("train", train)):
+            state = step(return_state=True)
+            if state.is_completed():
+                steps[name] = "completed"
+            else:
+                steps[name] = f"skipped ({_failure_message(state)}): {CONSEQUENCES[name]}"
+        outcome = publish()
+        steps["publish"] = (
+            f"completed: {outcome.ranking.ranked} ranked of {outcome.ranking.rows} rows, "
+            f"model {outcome.ranking.model_version or 'none'}"
+        )
+    lines = ["# Nightly run", "", "| step | outcome |", "|---|---|"]
+    lines += [f"| {name} | {result} |" for name, result in steps.items()]
+    summary = "\n".join(lines) + "\n"
+    create_markdown_artifact(summary, key="nightly-summary", description="What ran and what was skipped")
+    print(summary)
+    return steps

@@ -1,0 +1,110 @@
+"""`make bench-accuracy`: on the bundled telemetry, leave-one-GPU-out and leave-one-source-out median APE of
+every configured candidate (and of the registered champion's spec, when there is one) next to the constant-MFU
+physics baseline fitted on the same training folds, plus the 80% interval coverage on held-out folds.
+
+Runs entirely in memory (no warehouse, no MLflow writes): python -m bench.accuracy
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from tasks.features import refresh_feature_table
+from tasks.model.candidates import BASELINE_KIND, CandidateSpec, candidate_specs
+from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data
+from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
+from tasks.model.training import evaluate_candidate, read_training_features
+from tasks.reference import load_reference_tables, read_aliases
+from tasks.settings import load_config, paths
+from tasks.sources import configured_telemetry_paths
+from tasks.telemetry.ingest import ingest_telemetry_file
+from tasks.telemetry.normalise import load_vocabulary
+from tasks.warehouse import connect
+
+
+def bundled_features() -> pl.DataFrame:
+    """The configured telemetry files through the real ingest (validation, quarantine) and feature SQL."""
+    con = connect(Path(":memory:"))
+    try:
+        load_reference_tables(con)
+        aliases, vocabulary, now = read_aliases(), load_vocabulary(), datetime.now(UTC)
+        for path in configured_telemetry_paths():
+            ingest_telemetry_file(con, path, aliases, now, vocabulary)
+        refresh_feature_table(con)
+        return read_training_features(con)
+    finally:
+        con.close()
+
+
+def registered_champion_spec() -> tuple[str, CandidateSpec] | None:
+    uri = paths().mlflow_tracking_uri
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+        return None
+    champion = version_by_alias(connect_tracking(uri, create_experiment=False).client, CHAMPION)
+    if champion is None or not champion.tags.get(TAG_SPEC):
+        return None
+    return f"v{champion.version}", CandidateSpec.from_json(champion.tags[TAG_SPEC])
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore")
+    config = load_config("models")
+    started = time.perf_counter()
+    data = prepare_training_data(bundled_features())
+    target = TargetSpec.from_config(config["target"])
+    folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
+    specs = candidate_specs(config)
+    registered = registered_champion_spec()
+    if registered and registered[1] not in specs:
+        specs.append(registered[1])
+    evaluations = []
+    for spec in specs:
+        t0 = time.perf_counter()
+        evaluations.append((evaluate_candidate(spec, data, folds, target, config, with_importance=False),
+                            time.perf_counter() - t0))
+    baseline = next(e for e, _ in evaluations if e.spec.kind == BASELINE_KIND)
+    champion_spec = registered[1] if registered else min((e for e, _ in evaluations), key=lambda e: e.score).spec
+    champion_label = f"registered champion {registered[0]}" if registered else "best configured candidate"
+    groupings = list(folds)
+    level = float(config["intervals"]["level"])
+
+    print(f"# Token-efficiency accuracy on the bundled telemetry ({data.rows} runs, "
+          f"{', '.join(f'{len(f)} {g} folds' for g, f in folds.items())})\n")
+    print("median APE of tokens/s per GPU, pooled over held-out folds; coverage of the "
+          f"{level:.0%} interval on held-out folds (calibrated on the other folds)\n")
+    head = " | ".join(f"leave-one-{g}-out" for g in groupings)
+    cover = " | ".join(f"coverage ({g})" for g in groupings)
+    print(f"| candidate | {head} | score | {cover} | CV seconds |")
+    print("|---|" + "---:|" * (2 * len(groupings) + 2))
+    for evaluation, seconds in sorted(evaluations, key=lambda item: item[0].score):
+        marks = (" (champion)" if evaluation.spec == champion_spec else "") + (
+            " (baseline)" if evaluation is baseline else "")
+        apes = " | ".join(f"{evaluation.median_ape(g):.1%}" for g in groupings)
+        covs = " | ".join(f"{evaluation.coverage[g]:.1%}" for g in groupings)
+        print(f"| {evaluation.spec.name}{marks} | {apes} | {evaluation.score:.4f} | {covs} | {seconds:.1f} |")
+
+    champion = next(e for e, _ in evaluations if e.spec == champion_spec)
+    print(f"\n## {champion_label} ({champion.spec.name}) vs constant-MFU baseline, per held-out fold\n")
+    print("| grouping | held out | runs | champion median APE | baseline median APE |")
+    print("|---|---|---:|---:|---:|")
+    for g in groupings:
+        for fold, ours, theirs in zip(champion.cv[g].folds, champion.cv[g].fold_metrics,
+                                      baseline.cv[g].fold_metrics, strict=True):
+            print(f"| {g} | {fold.held_out} | {len(fold.test)} | {ours['median_ape']:.1%} | "
+                  f"{theirs['median_ape']:.1%} |")
+        print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | "
+              f"**{baseline.median_ape(g):.1%}** |")
+    print(f"\ninterval coverage ({level:.0%} target): "
+          + ", ".join(f"{g} {champion.coverage[g]:.1%}" for g in groupings)
+          + f"\ntotal {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

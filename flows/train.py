@@ -1,0 +1,42 @@
+"""The `train` flow: read the feature table, cross-validate the configured candidates, register the best in
+MLflow and promote it to `champion` only if it beats the re-scored champion (tasks/model/training.py)."""
+
+from __future__ import annotations
+
+import polars as pl
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from tasks.model.training import TrainingOutcome, read_training_features, train_and_register
+from tasks.settings import load_config
+from tasks.warehouse import warehouse
+
+_retry = load_config("settings")["prefect"]
+
+
+@task(
+    name="read-training-features",
+    retries=_retry["task_retries"],
+    retry_delay_seconds=_retry["task_retry_delay_seconds"],
+    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
+    cache_policy=NO_CACHE,
+)
+def read_training_features_task() -> pl.DataFrame:
+    with warehouse() as con:
+        return read_training_features(con)
+
+
+@task(name="train-and-register", cache_policy=NO_CACHE)
+def train_and_register_task(features: pl.DataFrame) -> TrainingOutcome:
+    return train_and_register(features)
+
+
+@flow(name="train", log_prints=True)
+def train() -> TrainingOutcome:
+    features = read_training_features_task()
+    outcome = train_and_register_task(features)
+    report = outcome.markdown()
+    create_markdown_artifact(report, key="train-summary", description="Candidates, champion decision, coverage")
+    print(report)
+    return outcome

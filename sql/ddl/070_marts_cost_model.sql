@@ -1,0 +1,82 @@
+-- The GPU cost model: the ONE place its formulas are written down (memory fit, hours, preemption,
+-- energy, dollars per token). sql/marts/*.sql call these macros; every argument is a column of
+-- marts.gpu_cost_ranking_history, so a ranking row can be recomputed by hand from its own columns.
+--
+-- Memory (bytes per GPU, ZeRO-3 / FSDP full sharding over all GPUs of the cluster):
+--   per GPU = model_state_bytes / gpus + activation_bytes
+--   model_state_bytes, full training (pretrain, sft):
+--       params x (weight + gradient + fp32 master + optimizer state bytes per parameter)
+--       (ZeRO, Rajbhandari et al. 2020, sec. 3.1: 2 + 2 + 12 = 16 B/param for mixed-precision Adam)
+--   lora:  params x lora_weight_bytes (frozen 16-bit base) + adapters x (the same four terms)
+--   qlora: params x qlora_weight_bytes (frozen 4-bit NF4 base, 0.5 B) + adapters x (the four terms)
+--          (Dettmers et al. 2023, "QLoRA"); adapters = params x adapter_params_fraction
+--   activation_bytes (per GPU, not sharded): Korthikanti et al. 2022, "Reducing Activation
+--       Recomputation in Large Transformer Models", sec. 4.1: one transformer layer stores
+--       s*b*h*(34 + 5*a*s/h) bytes of 16-bit activations without parallelism. Assumed here:
+--       flash attention (the 5*a*s/h softmax/dropout term is not materialised), no tensor/sequence
+--       parallelism, and full activation checkpointing per layer (sec. 5: only each layer's 2*s*b*h-byte
+--       input is kept, and one layer's activations are recomputed at a time in the backward pass):
+--       activation_bytes = s*b*h*(2*L + 34)   (s = seq_len, b = micro_batch, h = d_model, L = n_layers)
+--   usable bytes per GPU = memory_gb x 1e9 x usable_fraction.
+create or replace macro marts.model_state_bytes(
+    workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes, optimizer_bytes,
+    adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes
+) as
+    params_b * 1e9 * case workload_type
+        when 'qlora' then qlora_weight_bytes
+            + adapter_params_fraction * (weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes)
+        when 'lora' then lora_weight_bytes
+            + adapter_params_fraction * (weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes)
+        else weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes
+    end;
+
+create or replace macro marts.activation_bytes(seq_len, micro_batch, d_model, n_layers) as
+    seq_len::double * micro_batch * d_model * (2.0 * n_layers + 34.0);
+
+-- Fewest GPUs whose sharded state plus (unsharded) activations fit; null when activations alone do not.
+create or replace macro marts.min_gpus_for_memory(state_bytes, activation_bytes, memory_gb, usable_fraction) as
+    case when memory_gb * 1e9 * usable_fraction > activation_bytes
+         then greatest(1, ceil(state_bytes / (memory_gb * 1e9 * usable_fraction - activation_bytes)))::bigint
+    end;
+
+create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, gpus) as
+    (state_bytes / gpus + activation_bytes) / 1e9;
+
+-- Time and money.
+--   hours_to_finish       = token_budget / (tokens/s/GPU x GPUs x 3600)
+--   expected_interruptions = instances x interruption_rate_per_hour x hours_to_finish
+--                            (synchronous training: any instance's preemption stops the job)
+--   lost_hours_per_interruption = checkpoint_interval_minutes / 2 / 60 + restart_minutes / 60
+--                            (on average half a checkpoint interval of work is redone, plus the restart)
+--   expected_hours        = hours_to_finish + expected_interruptions x lost_hours_per_interruption
+--   compute_usd           = instances x usd_per_hour (instance) x hours  (expected_hours for the expected cost)
+--   energy_kwh            = GPUs x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000
+--   energy_usd            = energy_kwh x electricity_usd_per_kwh for owned GPUs; 0 in the cloud (in the price)
+--   expected_total_usd    = instances x usd_per_hour x expected_hours + energy_usd
+--   usd_per_mtoken        = expected_total_usd / (token_budget / 1e6)
+create or replace macro marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus) as
+    token_budget / (tokens_per_sec_per_gpu * gpus * 3600.0);
+
+create or replace macro marts.lost_hours_per_interruption(checkpoint_interval_minutes, restart_minutes) as
+    checkpoint_interval_minutes / 2.0 / 60.0 + restart_minutes / 60.0;
+
+create or replace macro marts.expected_hours(hours, instances, interruption_rate_per_hour, lost_hours_per_interruption) as
+    hours + instances * interruption_rate_per_hour * hours * lost_hours_per_interruption;
+
+create or replace macro marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue) as
+    gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;
+
+create or replace macro marts.expected_total_usd(
+    token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour, interruption_rate_per_hour,
+    lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh
+) as
+    instances * usd_per_hour * marts.expected_hours(
+        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
+        interruption_rate_per_hour, lost_hours_per_interruption)
+    -- cloud offers bill no energy (0 USD/kWh): a GPU without tdp_w must not turn their cost null
+    + case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, marts.expected_hours(
+        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
+        interruption_rate_per_hour, lost_hours_per_interruption), pue) end;
+
+create or replace macro marts.usd_per_mtoken(usd, token_budget) as
+    usd / (token_budget / 1e6);

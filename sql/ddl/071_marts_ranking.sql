@@ -1,0 +1,62 @@
+-- Every night's ranking, kept (keyed by publish_date). Written by sql/marts/insert_ranking.sql; the
+-- published gpu_cost_ranking is the newest night. Units in sql/publish/comments.sql.
+create table if not exists marts.gpu_cost_ranking_history (
+    publish_date                   date not null,      -- UTC date of the publish run
+    published_at                   timestamptz not null,
+    workload                       varchar not null,   -- config/workloads.toml name
+    workload_type                  varchar,            -- pretrain | sft | lora | qlora
+    token_budget                   double,             -- tokens
+    deadline_hours                 double,             -- h (null = none)
+    max_gpus                       bigint,
+    provider                       varchar not null,
+    region                         varchar not null,
+    zone                           varchar,
+    instance_type                  varchar not null,
+    pricing                        varchar not null,   -- on_demand | spot (owned: on_demand)
+    gpu                            varchar not null,
+    gpus_per_instance              double,
+    usd_per_hour                   double,             -- USD per instance-hour
+    usd_per_gpu_hour               double,             -- USD per GPU-hour
+    observed_at                    timestamptz,        -- UTC, when the price was observed
+    run_precision                  varchar,
+    peak_tflops                    double,             -- dense TFLOP/s per GPU at run_precision
+    gpu_memory_gb                  double,             -- GB per GPU (gpu_specs)
+    tdp_w                          double,             -- W per GPU (gpu_specs)
+    model_state_gb                 double,             -- GB, whole model (weights, grads, optimizer, adapters)
+    activation_gb_per_gpu          double,             -- GB per GPU
+    min_gpus_for_memory            bigint,
+    fits_in_memory                 boolean,
+    instances                      bigint,
+    gpus                           double,
+    memory_per_gpu_gb              double,             -- GB per GPU at this cluster size
+    predicted_tokens_per_sec_per_gpu double,           -- tokens/s per GPU
+    predicted_low                  double,             -- tokens/s per GPU, 80% interval low
+    predicted_high                 double,             -- tokens/s per GPU, 80% interval high
+    hours_to_finish                double,             -- h without preemption
+    compute_usd                    double,             -- USD without preemption
+    interruption_rate_per_hour     double,             -- preemptions per instance-hour
+    expected_interruptions         double,
+    lost_hours_per_interruption    double,             -- h
+    expected_hours                 double,             -- h including preemption
+    expected_compute_usd           double,             -- USD including preemption
+    utilisation_of_tdp             double,
+    pue                            double,
+    energy_kwh                     double,             -- kWh
+    electricity_usd_per_kwh        double,             -- USD per kWh (owned only)
+    energy_usd                     double,             -- USD added to the cost (owned only)
+    expected_total_usd             double,             -- USD
+    usd_per_mtoken                 double,             -- USD per million tokens
+    usd_per_mtoken_low             double,             -- USD per million tokens at predicted_high
+    usd_per_mtoken_high            double,             -- USD per million tokens at predicted_low
+    spot_usd_per_hour_median       double,             -- USD per instance-hour over the window
+    spot_usd_per_hour_p95          double,
+    spot_history_observations      bigint,
+    rank_by_cost                   bigint,
+    rank_by_time                   bigint,
+    not_ranked_reason              varchar,
+    telemetry_runs_for_gpu         bigint,
+    model_version                  varchar,
+    source_file                    varchar,
+    source_line                    bigint,
+    gpu_spec_source                varchar
+);

@@ -1,0 +1,238 @@
+-- One night's GPU cost ranking: every workload x current offer, ranked or with the reason it is not.
+-- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
+-- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
+-- (provider -> preemptions per instance-hour). Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
+insert into marts.gpu_cost_ranking_history by name
+with candidates as (
+    select *, coalesce(zone, '') as zone_key from ranking_candidates
+),
+
+rates as (
+    select provider, interruption_rate_per_hour from ranking_interruption_rates
+),
+
+rungs as (
+    select
+        ladder.workload, ladder.provider, ladder.region, ladder.zone_key, ladder.instance_type, ladder.pricing,
+        ladder.instances,
+        ladder.gpus,
+        predictions.predicted_tokens_per_sec_per_gpu,
+        predictions.predicted_low,
+        predictions.predicted_high,
+        predictions.model_version,
+        coalesce(predictions.predicted_tokens_per_sec_per_gpu, 0) > 0 as has_prediction,
+        marts.hours_to_finish(candidates.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
+            as hours_to_finish,
+        candidates.deadline_hours
+    from ranking_ladder as ladder
+    join candidates using (workload, provider, region, zone_key, instance_type, pricing)
+    left join ranking_predictions as predictions using (run_id)
+),
+
+judged as (
+    select
+        *,
+        has_prediction and (deadline_hours is null or hours_to_finish <= deadline_hours) as feasible,
+        max(gpus) over (partition by workload, provider, region, zone_key, instance_type, pricing) as most_gpus
+    from rungs
+),
+
+-- The fewest instances that meet the deadline; else the fastest rung (kept with the reason).
+chosen as (
+    select * exclude (pick)
+    from (
+        select
+            *,
+            row_number() over (
+                partition by workload, provider, region, zone_key, instance_type, pricing
+                order by feasible desc, case when feasible then instances end, hours_to_finish nulls last, instances
+            ) as pick
+        from judged
+    )
+    where pick = 1
+),
+
+spot_history as (
+    select
+        provider, region, coalesce(zone, '') as zone_key, instance_type,
+        observed_at,
+        usd_per_hour,
+        max(observed_at) over (partition by provider, region, coalesce(zone, ''), instance_type) as newest
+    from core.price_observations
+    where pricing = 'spot'
+),
+
+spot_spread as (
+    select
+        provider, region, zone_key, instance_type,
+        median(usd_per_hour)                   as spot_usd_per_hour_median,
+        quantile_cont(usd_per_hour, 0.95)      as spot_usd_per_hour_p95,
+        count(*)                               as spot_history_observations
+    from spot_history
+    where observed_at > newest - to_days($history_window_days::integer)
+    group by all
+),
+
+telemetry as (
+    select gpu, count(*) as telemetry_runs_for_gpu from core.telemetry_runs group by gpu
+),
+
+joined as (
+    select
+        candidates.*,
+        chosen.instances,
+        chosen.gpus,
+        chosen.has_prediction,
+        chosen.feasible,
+        chosen.most_gpus,
+        chosen.predicted_tokens_per_sec_per_gpu,
+        chosen.predicted_low,
+        chosen.predicted_high,
+        chosen.hours_to_finish,
+        coalesce(chosen.model_version, $model_version) as model_version,
+        case when candidates.pricing = 'spot'
+             then coalesce(rates.interruption_rate_per_hour, $default_interruption_rate) else 0.0
+        end as interruption_rate_per_hour,
+        marts.lost_hours_per_interruption($checkpoint_interval_minutes, $restart_minutes)
+            as lost_hours_per_interruption,
+        candidates.provider = 'owned' or candidates.electricity_usd_per_kwh is not null as is_owned,
+        spot_spread.spot_usd_per_hour_median,
+        spot_spread.spot_usd_per_hour_p95,
+        spot_spread.spot_history_observations,
+        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
+    from candidates
+    left join chosen using (workload, provider, region, zone_key, instance_type, pricing)
+    left join rates on rates.provider = candidates.provider
+    left join spot_spread
+        on candidates.pricing = 'spot'
+        and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
+        and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
+    left join telemetry on telemetry.gpu = candidates.gpu
+),
+
+energy_terms as (
+    select
+        *,
+        $utilisation_of_tdp::double as utilisation_of_tdp,
+        case when is_owned then coalesce(offer_pue, $owned_pue) else $cloud_pue end as pue,
+        case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end as billed_usd_per_kwh
+    from joined
+),
+
+costed as (
+    select
+        *,
+        instances * usd_per_hour * hours_to_finish as compute_usd,
+        instances * interruption_rate_per_hour * hours_to_finish as expected_interruptions,
+        marts.expected_hours(hours_to_finish, instances, interruption_rate_per_hour, lost_hours_per_interruption)
+            as expected_hours,
+        marts.expected_total_usd(token_budget, predicted_tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
+            interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
+            billed_usd_per_kwh) as expected_total_usd,
+        marts.expected_total_usd(token_budget, predicted_high, gpus, instances, usd_per_hour,
+            interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
+            billed_usd_per_kwh) as total_usd_at_high,
+        marts.expected_total_usd(token_budget, predicted_low, gpus, instances, usd_per_hour,
+            interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
+            billed_usd_per_kwh) as total_usd_at_low
+    from energy_terms
+),
+
+reasoned as (
+    select
+        *,
+        instances * usd_per_hour * expected_hours as expected_compute_usd,
+        marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) as energy_kwh,
+        case when billed_usd_per_kwh = 0 then 0.0
+             else marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) * billed_usd_per_kwh
+        end as energy_usd,
+        marts.usd_per_mtoken(expected_total_usd, token_budget) as usd_per_mtoken,
+        marts.usd_per_mtoken(total_usd_at_high, token_budget) as usd_per_mtoken_low,
+        marts.usd_per_mtoken(total_usd_at_low, token_budget) as usd_per_mtoken_high,
+        coalesce(
+            pre_reason,
+            case when not has_prediction then coalesce($no_model_reason, format(
+                'the model gave no throughput for {} on {} GPUs at {}', gpu, gpus::bigint, run_precision)) end,
+            case when not feasible then format(
+                'cannot finish within {} h with at most {} GPUs: fastest is {:.0f} h on {} GPUs',
+                deadline_hours, max_gpus, hours_to_finish, most_gpus::bigint) end
+        ) as not_ranked_reason
+    from costed
+),
+
+final as (
+    select
+        *,
+        $publish_date::date                         as publish_date,
+        $published_at::timestamptz                  as published_at,
+        min_gpus_for_memory is not null and min_instances * gpus_per_instance <= max_gpus as fits_in_memory,
+        marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb,
+        case when not_ranked_reason is null then rank() over (
+            partition by workload, not_ranked_reason is null order by expected_total_usd, expected_hours) end
+            as rank_by_cost,
+        case when not_ranked_reason is null then rank() over (
+            partition by workload, not_ranked_reason is null order by expected_hours, expected_total_usd) end
+            as rank_by_time
+    from reasoned
+)
+
+select
+    publish_date,
+    published_at,
+    workload,
+    workload_type,
+    token_budget,
+    deadline_hours,
+    max_gpus,
+    provider,
+    region,
+    zone,
+    instance_type,
+    pricing,
+    gpu,
+    gpus_per_instance,
+    usd_per_hour,
+    usd_per_gpu_hour,
+    observed_at,
+    run_precision,
+    peak_tflops,
+    gpu_memory_gb,
+    tdp_w,
+    model_state_gb,
+    activation_gb_per_gpu,
+    min_gpus_for_memory,
+    fits_in_memory,
+    instances,
+    gpus,
+    memory_per_gpu_gb,
+    predicted_tokens_per_sec_per_gpu,
+    predicted_low,
+    predicted_high,
+    hours_to_finish,
+    compute_usd,
+    interruption_rate_per_hour,
+    expected_interruptions,
+    lost_hours_per_interruption,
+    expected_hours,
+    expected_compute_usd,
+    utilisation_of_tdp,
+    pue,
+    energy_kwh,
+    electricity_usd_per_kwh,
+    energy_usd,
+    expected_total_usd,
+    usd_per_mtoken,
+    usd_per_mtoken_low,
+    usd_per_mtoken_high,
+    spot_usd_per_hour_median,
+    spot_usd_per_hour_p95,
+    spot_history_observations,
+    rank_by_cost,
+    rank_by_time,
+    not_ranked_reason,
+    telemetry_runs_for_gpu,
+    model_version,
+    source_file,
+    source_line,
+    gpu_spec_source
+from final;

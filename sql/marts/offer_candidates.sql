@@ -1,0 +1,104 @@
+-- Every current offer x every workload, with its memory fit and the first reason (if any) it cannot be
+-- ranked before throughput is predicted. `ranking_workloads` is registered by tasks/ranking/rank.py
+-- (config/workloads.toml with the byte sizes of config/ranking.toml resolved). Formulas: 070 macros.
+create or replace temp table ranking_candidates as
+with offers as (
+    select * from core.prices_current
+),
+
+specs as (
+    select * from core.gpu_specs
+),
+
+workloads as (
+    select * from ranking_workloads
+),
+
+joined as (
+    select
+        workloads.*,
+        offers.provider,
+        offers.region,
+        offers.zone,
+        offers.instance_type,
+        offers.pricing,
+        offers.gpu,
+        offers.gpu_count                                   as gpus_per_instance,
+        offers.usd_per_hour,
+        offers.usd_per_gpu_hour,
+        offers.observed_at,
+        offers.source_file,
+        offers.source_line,
+        offers.electricity_usd_per_kwh,
+        offers.pue                                         as offer_pue,
+        specs.gpu is not null                              as has_spec,
+        specs.memory_gb                                    as gpu_memory_gb,
+        specs.tdp_w,
+        specs.source                                       as gpu_spec_source,
+        dense_peak_tflops(workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops) as native_peak_tflops,
+        dense_peak_tflops(workloads.fallback_precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops) as fallback_peak_tflops
+    from workloads
+    cross join offers
+    left join specs on offers.gpu = specs.gpu
+),
+
+memory as (
+    select
+        *,
+        case when native_peak_tflops is not null then precision
+             when fallback_peak_tflops is not null then fallback_precision end          as run_precision,
+        coalesce(native_peak_tflops, fallback_peak_tflops)                               as peak_tflops,
+        marts.model_state_bytes(workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes,
+            optimizer_bytes, adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes) as state_bytes,
+        marts.activation_bytes(seq_len, micro_batch, d_model, n_layers)                  as act_bytes
+    from joined
+),
+
+sized as (
+    select
+        *,
+        marts.min_gpus_for_memory(state_bytes, act_bytes, gpu_memory_gb, usable_fraction) as min_gpus_for_memory
+    from memory
+),
+
+instances as (
+    select
+        *,
+        ceil(min_gpus_for_memory / gpus_per_instance)::bigint as min_instances
+    from sized
+),
+
+final as (
+    select
+        *,
+        state_bytes / 1e9 as model_state_gb,
+        act_bytes / 1e9   as activation_gb_per_gpu,
+        case
+            when not has_spec then
+                format('no row for GPU {} in gpu_specs (data/reference/gpu_specs.csv): cannot size or predict', gpu)
+            when gpus_per_instance < 1 then
+                format('partitioned GPU ({} of a {}): throughput is modelled for whole GPUs', gpus_per_instance, gpu)
+            when providers is not null and not list_contains(providers, provider) then
+                format('provider {} is not in the workload''s providers', provider)
+            when regions is not null and not list_contains(regions, region) then
+                format('region {} is not in the workload''s regions', region)
+            when pricing = 'spot' and not spot_allowed then 'spot offers excluded (spot_allowed = false)'
+            when (provider = 'owned' or electricity_usd_per_kwh is not null) and tdp_w is null then
+                format('owned {} has no tdp_w in gpu_specs: its energy cannot be costed', gpu)
+            when run_precision is null then
+                format('{} has no dense peak for {} (nor {}) in gpu_specs', gpu, precision, fallback_precision)
+            when min_gpus_for_memory is null then
+                format('does not fit: activations alone ({:.1f} GB per GPU) exceed {:.1f} GB usable of {} GB',
+                    act_bytes / 1e9, gpu_memory_gb * usable_fraction, gpu_memory_gb)
+            when min_instances * gpus_per_instance > max_gpus then
+                format('does not fit: needs {} GPUs ({} x {}-GPU instances) to hold {:.0f} GB of model state '
+                    || 'plus {:.1f} GB activations per GPU in {} GB cards; max_gpus is {}',
+                    (min_instances * gpus_per_instance)::bigint, min_instances, gpus_per_instance::bigint,
+                    state_bytes / 1e9, act_bytes / 1e9, gpu_memory_gb, max_gpus)
+        end as pre_reason
+    from instances
+)
+
+select * from final;

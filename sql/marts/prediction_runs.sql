@@ -1,0 +1,32 @@
+-- One run per (workload, GPU, cluster size, precision) in the telemetry contract's normalised shape,
+-- without throughput: the input of build_features and the champion model.
+with rungs as (
+    select distinct run_id, workload, gpu, gpus, run_precision from ranking_ladder
+),
+
+workloads as (
+    select * from ranking_workloads
+),
+
+final as (
+    select
+        rungs.run_id,
+        rungs.gpu,
+        rungs.gpus::bigint                as num_gpus,
+        workloads.model_name,
+        workloads.params_b,
+        workloads.active_params_b,
+        workloads.n_layers,
+        workloads.d_model,
+        workloads.seq_len,
+        rungs.run_precision               as precision,
+        workloads.workload_type           as workload,
+        workloads.micro_batch,
+        workloads.global_batch_tokens,
+        true                              as activation_checkpointing,
+        workloads.optimizer
+    from rungs
+    join workloads using (workload)
+)
+
+select * from final order by run_id;

@@ -1,0 +1,127 @@
+"""Candidate models, built from a self-describing spec (name, kind, params, features, seed).
+
+The spec is stored with every registered version, so the champion can be rebuilt and re-scored on new data
+and new CV splits instead of being compared through stale logged numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.linear_model import Lasso, LinearRegression, Ridge
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import PolynomialFeatures
+from sklearn.svm import SVR
+
+from tasks.model.design import FeatureSpec, design_step, preprocessor
+
+BASELINE_KIND = "constant_mfu"
+
+
+class ConstantMfuPerPrecision(RegressorMixin, BaseEstimator):
+    """The physics baseline: tokens/s = MFU × peak ÷ FLOPs per token, with one MFU per precision.
+
+    In log-MFU space that is a constant per precision: the median log MFU of the training rows of that
+    precision (the global median for a precision the training rows do not have).
+    """
+
+    def fit(self, X: pd.DataFrame, y: np.ndarray) -> ConstantMfuPerPrecision:
+        y = np.asarray(y, dtype="float64")
+        precision = X["precision"].astype(object).to_numpy()
+        self.global_log_mfu_ = float(np.median(y))
+        self.log_mfu_by_precision_ = {
+            str(level): float(np.median(y[precision == level]))
+            for level in pd.unique(precision) if isinstance(level, str)
+        }
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return np.array(
+            [self.log_mfu_by_precision_.get(p, self.global_log_mfu_) if isinstance(p, str) else self.global_log_mfu_
+             for p in X["precision"].astype(object)],
+            dtype="float64",
+        )
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    name: str
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+    features: FeatureSpec = field(default_factory=FeatureSpec)
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "params": dict(self.params),
+                "features": self.features.to_dict(), "seed": self.seed}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CandidateSpec:
+        return cls(name=data["name"], kind=data["kind"], params=dict(data.get("params", {})),
+                   features=FeatureSpec.from_config(data.get("features", {})), seed=int(data.get("seed", 0)))
+
+    @classmethod
+    def from_json(cls, text: str) -> CandidateSpec:
+        return cls.from_dict(json.loads(text))
+
+    @property
+    def uses_features(self) -> FeatureSpec:
+        """The baseline sees precision only, whatever the configured features."""
+        if self.kind == BASELINE_KIND:
+            return FeatureSpec(categorical=("precision",))
+        return self.features
+
+
+def candidate_specs(config: Mapping[str, Any]) -> list[CandidateSpec]:
+    """The candidates of config/models.toml, in file order."""
+    features = FeatureSpec.from_config(config["features"])
+    seed = int(config["seed"])
+    specs = [CandidateSpec(name=c["name"], kind=c["kind"], params=dict(c.get("params", {})),
+                           features=features, seed=seed) for c in config["candidates"]]
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"config/models.toml: candidate names must be unique, got {names}")
+    if not any(s.kind == BASELINE_KIND for s in specs):
+        raise ValueError(f"config/models.toml: a `{BASELINE_KIND}` candidate (the physics baseline) is required")
+    return specs
+
+
+def _estimator(kind: str, params: Mapping[str, Any], seed: int) -> list[tuple[str, Any]]:
+    """Estimator steps after the shared preprocessor, for one candidate kind."""
+    p = dict(params)
+    match kind:
+        case "linear_regression":
+            return [("model", LinearRegression(**p))]
+        case "ridge":
+            return [("model", Ridge(**p))]
+        case "lasso":
+            return [("model", Lasso(random_state=seed, **p))]
+        case "poly_ridge":
+            degree = p.pop("degree", 2)
+            return [("poly", PolynomialFeatures(degree=degree, include_bias=False)), ("model", Ridge(**p))]
+        case "svr":
+            return [("model", SVR(**p))]
+        case "random_forest":
+            return [("model", RandomForestRegressor(random_state=seed, n_jobs=1, **p))]
+        case "hist_gradient_boosting":
+            return [("model", HistGradientBoostingRegressor(random_state=seed, **p))]
+    raise ValueError(f"unknown candidate kind {kind!r}")
+
+
+def build_pipeline(spec: CandidateSpec) -> Pipeline:
+    """An unfitted pipeline: raw contract-1 feature rows (pandas) -> predicted log MFU."""
+    features = spec.uses_features
+    if spec.kind == BASELINE_KIND:
+        return Pipeline([("design", design_step(features)), ("model", ConstantMfuPerPrecision())])
+    return Pipeline([("design", design_step(features)), ("preprocess", preprocessor(features)),
+                     *_estimator(spec.kind, spec.params, spec.seed)])

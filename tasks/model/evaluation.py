@@ -1,0 +1,145 @@
+"""Training data, grouped cross-validation splits and metrics on tokens/s per GPU.
+
+Splits are grouped (all runs of one GPU type, or of one source repository, are held out together) and
+deterministic: rows are sorted by run_id and the splitters do not shuffle, so the same data always yields
+the same folds, for the candidates and for the re-scored champion alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
+
+from tasks.model.candidates import CandidateSpec, build_pipeline
+from tasks.model.design import PHYSICS_BOUND, TARGET, log_mfu, tokens_per_sec
+
+METRICS = ("mse", "rmse", "mae", "r2", "median_ape")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Physical limits on predicted MFU (config [target])."""
+
+    min_mfu: float = 0.01
+    max_mfu: float = 1.0
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> TargetSpec:
+        return cls(min_mfu=float(cfg["min_mfu"]), max_mfu=float(cfg["max_mfu"]))
+
+    def clip(self, log_mfu_values: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(log_mfu_values, dtype="float64"), math.log(self.min_mfu), math.log(self.max_mfu))
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """Feature rows with a usable target, in a fixed order, plus what identifies them."""
+
+    frame: pd.DataFrame          # contract-1 feature rows, sorted by run_id
+    log_mfu: np.ndarray          # target: log(tokens/s/GPU ÷ physics bound)
+    tokens_per_sec: np.ndarray   # tokens/s per GPU as measured
+    physics_bound: np.ndarray    # tokens/s per GPU at MFU 1
+    digest: str                  # sha256 of the rows (sorted, CSV): same digest = same data
+    dropped_rows: int            # rows of the table without a usable target or physics bound
+
+    @property
+    def rows(self) -> int:
+        return len(self.frame)
+
+    def groups(self, grouping: str) -> np.ndarray:
+        return self.frame[grouping].fillna("unknown").astype(str).to_numpy()
+
+
+def prepare_training_data(features: pl.DataFrame) -> TrainingData:
+    """Keep rows whose target and physics bound are positive and finite; order by run_id."""
+    usable = features.filter(
+        pl.col(TARGET).is_not_null() & pl.col(TARGET).is_finite() & (pl.col(TARGET) > 0)
+        & pl.col(PHYSICS_BOUND).is_not_null() & pl.col(PHYSICS_BOUND).is_finite() & (pl.col(PHYSICS_BOUND) > 0)
+    ).sort("run_id")
+    digest = hashlib.sha256(usable.write_csv().encode("utf-8")).hexdigest()
+    frame = usable.to_pandas()
+    tokens = frame[TARGET].to_numpy(dtype="float64")
+    bound = frame[PHYSICS_BOUND].to_numpy(dtype="float64")
+    return TrainingData(frame=frame, log_mfu=log_mfu(tokens, bound), tokens_per_sec=tokens, physics_bound=bound,
+                        digest=digest, dropped_rows=features.height - usable.height)
+
+
+@dataclass(frozen=True)
+class Fold:
+    index: int
+    held_out: str                 # the group(s) held out, e.g. "H100-SXM"
+    train: np.ndarray
+    test: np.ndarray
+
+
+def grouped_folds(groups: np.ndarray, max_folds: int) -> list[Fold]:
+    """Leave one group out while there are at most `max_folds` groups, else GroupKFold(max_folds)."""
+    n_groups = len(np.unique(groups))
+    if n_groups < 2:
+        raise ValueError(f"grouped cross-validation needs at least 2 groups, got {n_groups}")
+    splitter = LeaveOneGroupOut() if n_groups <= max_folds else GroupKFold(n_splits=max_folds)
+    folds = []
+    for index, (train, test) in enumerate(splitter.split(np.zeros(len(groups)), groups=groups)):
+        folds.append(Fold(index=index, held_out="+".join(sorted(np.unique(groups[test]))), train=train, test=test))
+    return folds
+
+
+def regression_metrics(actual: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
+    """Errors on tokens/s per GPU. median_ape is a fraction (0.12 = 12%)."""
+    actual = np.asarray(actual, dtype="float64")
+    predicted = np.asarray(predicted, dtype="float64")
+    error = predicted - actual
+    mse = float(np.mean(error**2))
+    total = float(np.sum((actual - actual.mean()) ** 2))
+    r2 = 1.0 - float(np.sum(error**2)) / total if len(actual) > 1 and total > 0 else float("nan")
+    return {"mse": mse, "rmse": math.sqrt(mse), "mae": float(np.mean(np.abs(error))), "r2": r2,
+            "median_ape": float(np.median(np.abs(error) / actual))}
+
+
+@dataclass
+class GroupedCV:
+    """Out-of-fold results of one candidate under one grouping."""
+
+    grouping: str
+    folds: list[Fold]
+    fold_metrics: list[dict[str, float]]
+    oof_log_mfu: np.ndarray               # clipped out-of-fold prediction per row
+    fold_of_row: np.ndarray               # fold index per row
+    pooled: dict[str, float] = field(default_factory=dict)
+
+    def residuals(self, data: TrainingData) -> np.ndarray:
+        """Out-of-fold residuals in log space: log(actual) - log(predicted)."""
+        return data.log_mfu - self.oof_log_mfu
+
+
+def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds: Sequence[Fold],
+                   target: TargetSpec) -> GroupedCV:
+    """Fit `spec` on each fold's training rows, predict its held-out rows; metrics per fold and pooled."""
+    template = build_pipeline(spec)
+    oof = np.full(data.rows, np.nan)
+    fold_of_row = np.full(data.rows, -1)
+    fold_metrics = []
+    for fold in folds:
+        model = clone(template).fit(data.frame.iloc[fold.train], data.log_mfu[fold.train])
+        predicted = target.clip(model.predict(data.frame.iloc[fold.test]))
+        oof[fold.test] = predicted
+        fold_of_row[fold.test] = fold.index
+        fold_metrics.append(regression_metrics(data.tokens_per_sec[fold.test],
+                                               tokens_per_sec(predicted, data.physics_bound[fold.test])))
+    pooled = regression_metrics(data.tokens_per_sec, tokens_per_sec(oof, data.physics_bound))
+    return GroupedCV(grouping=grouping, folds=list(folds), fold_metrics=fold_metrics, oof_log_mfu=oof,
+                     fold_of_row=fold_of_row, pooled=pooled)
+
+
+def selection_score(results: Mapping[str, GroupedCV], metric: str = "median_ape") -> float:
+    """Champion score: mean over groupings of the pooled out-of-fold metric (lower is better)."""
+    return float(np.mean([cv.pooled[metric] for cv in results.values()]))

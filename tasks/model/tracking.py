@@ -1,0 +1,77 @@
+"""MLflow: the tracking store and registry (SQLite under GPUCOST_HOME unless MLFLOW_TRACKING_URI says otherwise),
+the experiment, and reading the current champion."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from tasks.settings import paths
+
+EXPERIMENT = "token-efficiency"
+REGISTERED_MODEL = "token-efficiency"
+CHAMPION = "champion"
+CHALLENGER = "challenger"
+
+# version tags (what makes a version re-scorable and explainable)
+TAG_SPEC = "candidate_spec"
+TAG_DIGEST = "data_digest"
+TAG_DECISION = "promotion_decision"
+TAG_REASON = "promotion_reason"
+
+
+@dataclass(frozen=True)
+class Tracking:
+    client: MlflowClient
+    uri: str
+    experiment_id: str
+
+
+def _quiet() -> None:
+    # the SQLite store logs every schema migration at INFO on first use
+    for name in ("alembic", "mlflow.store.db.utils"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def tracking_uri(uri: str | None = None) -> str:
+    return uri or paths().mlflow_tracking_uri
+
+
+def connect_tracking(uri: str | None = None, create_experiment: bool = True) -> Tracking:
+    """Point MLflow at the store; create the experiment with its artifacts under GPUCOST_HOME if needed."""
+    _quiet()
+    uri = tracking_uri(uri)
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None and create_experiment:
+        # a local store keeps its artifacts under GPUCOST_HOME (not in the working directory, MLflow's default);
+        # a tracking server decides for itself
+        location = None
+        if uri.startswith("sqlite:") or uri.startswith("file:"):
+            artifacts = paths().mlflow_artifacts
+            artifacts.mkdir(parents=True, exist_ok=True)
+            location = artifacts.as_uri()
+        experiment_id = client.create_experiment(EXPERIMENT, artifact_location=location)
+    else:
+        experiment_id = experiment.experiment_id if experiment is not None else ""
+    return Tracking(client=client, uri=uri, experiment_id=experiment_id)
+
+
+def version_by_alias(client: MlflowClient, alias: str) -> ModelVersion | None:
+    """The version holding `alias`, or None when the model or alias does not exist."""
+    try:
+        return client.get_model_version_by_alias(REGISTERED_MODEL, alias)
+    except MlflowException as error:
+        if error.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"):
+            return None
+        raise

@@ -1,0 +1,345 @@
+"""Train the token-efficiency model: cross-validate every configured candidate two ways (grouped by GPU,
+grouped by source), log each as an MLflow run, register the best with calibrated intervals, and promote it to
+`champion` only if it beats the current champion re-scored on the same data and the same splits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import cloudpickle
+import duckdb
+import mlflow
+import numpy as np
+import pandas as pd
+import polars as pl
+import sklearn
+from matplotlib.figure import Figure
+from sklearn.inspection import permutation_importance
+from sklearn.pipeline import Pipeline
+
+from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
+from tasks.model.design import TARGET, tokens_per_sec
+from tasks.model.evaluation import (
+    METRICS,
+    Fold,
+    GroupedCV,
+    TargetSpec,
+    TrainingData,
+    cross_validate,
+    grouped_folds,
+    prepare_training_data,
+    selection_score,
+)
+from tasks.model.intervals import IntervalOffsets, cross_fold_coverage
+from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc
+from tasks.model.tracking import (
+    CHALLENGER,
+    CHAMPION,
+    REGISTERED_MODEL,
+    TAG_DECISION,
+    TAG_DIGEST,
+    TAG_REASON,
+    TAG_SPEC,
+    Tracking,
+    connect_tracking,
+    version_by_alias,
+)
+from tasks.settings import load_config
+from tasks.warehouse import query
+
+log = logging.getLogger("gpucost.train")
+
+MIN_TRAINING_ROWS = 10
+
+
+class NotEnoughTelemetryError(RuntimeError):
+    """The feature table has too few usable rows (or groups) to cross-validate."""
+
+
+@dataclass
+class CandidateEvaluation:
+    spec: CandidateSpec
+    cv: dict[str, GroupedCV]                       # grouping -> out-of-fold results
+    score: float                                   # selection score (lower is better)
+    coverage: dict[str, float] = field(default_factory=dict)   # grouping -> cross-fold interval coverage
+    importance: dict[str, float] = field(default_factory=dict)  # input column -> permutation importance
+    fitted: Pipeline | None = None                 # fitted on all rows
+
+    def median_ape(self, grouping: str) -> float:
+        return self.cv[grouping].pooled["median_ape"]
+
+
+@dataclass(frozen=True)
+class PromotionDecision:
+    promote: bool
+    reason: str
+    champion_version: str | None = None
+    champion_score: float | None = None
+
+
+@dataclass
+class TrainingOutcome:
+    version: str
+    alias: str                                     # champion or challenger
+    reason: str
+    best: str                                      # winning candidate name
+    scores: dict[str, float]                       # candidate -> selection score
+    median_ape: dict[str, dict[str, float]]        # candidate -> grouping -> pooled median APE
+    coverage: dict[str, float]                     # best candidate: grouping -> cross-fold coverage
+    intervals: IntervalOffsets
+    champion_rescored: float | None
+    rows: int
+    digest: str
+    run_id: str
+    wall_seconds: float
+
+    def markdown(self) -> str:
+        groupings = list(next(iter(self.median_ape.values())).keys())
+        lines = [f"## Training: version {self.version} -> `{self.alias}`", "", self.reason, "",
+                 "| candidate | score | " + " | ".join(f"median APE ({g} CV)" for g in groupings) + " |",
+                 "|---|---:|" + "---:|" * len(groupings)]
+        for name, score in sorted(self.scores.items(), key=lambda item: item[1]):
+            apes = " | ".join(f"{self.median_ape[name][g]:.1%}" for g in groupings)
+            lines.append(f"| {name}{' (best)' if name == self.best else ''} | {score:.4f} | {apes} |")
+        cover = ", ".join(f"{g}: {c:.1%}" for g, c in self.coverage.items())
+        lines += ["", f"{self.intervals.level:.0%} interval coverage on held-out folds ({cover}); "
+                  f"{self.rows} training rows; {self.wall_seconds:.1f} s."]
+        return "\n".join(lines)
+
+
+def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """features.training_runs rows with a target (built by the telemetry ingest)."""
+    try:
+        return query(con, "model/training_features").pl()
+    except duckdb.CatalogException as error:
+        raise NotEnoughTelemetryError(
+            "features.training_runs does not exist yet: run `gpucost ingest telemetry` first") from error
+
+
+def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[str, list[Fold]],
+                       target: TargetSpec, config: Mapping[str, Any], with_importance: bool = True
+                       ) -> CandidateEvaluation:
+    """Grouped CV under every grouping, interval coverage, and (optionally) a full-data fit with
+    permutation importance of each input column."""
+    cv = {grouping: cross_validate(spec, data, grouping, grouping_folds, target)
+          for grouping, grouping_folds in folds.items()}
+    level = float(config["intervals"]["level"])
+    unseen = config["intervals"]["unseen_gpu_grouping"]
+    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level, unseen=g == unseen)
+                for g, result in cv.items()}
+    evaluation = CandidateEvaluation(spec=spec, cv=cv, score=selection_score(cv, config["selection"]["metric"]),
+                                     coverage=coverage)
+    if with_importance:
+        evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
+        columns = list(spec.uses_features.input_columns)
+        result = permutation_importance(
+            evaluation.fitted, data.frame[columns], data.log_mfu, scoring="neg_mean_absolute_error",
+            n_repeats=int(config["importance"]["n_repeats"]), random_state=spec.seed,
+        )
+        # mean increase of the log-MFU absolute error when the column is shuffled (0 = unused)
+        evaluation.importance = {c: float(m) for c, m in zip(columns, result.importances_mean, strict=True)}
+    return evaluation
+
+
+def residual_figure(evaluation: CandidateEvaluation, data: TrainingData) -> Figure:
+    """Per grouping: out-of-fold predicted vs measured tokens/s/GPU (log-log), coloured by held-out group."""
+    figure = Figure(figsize=(6 * len(evaluation.cv), 5), layout="constrained")
+    axes = figure.subplots(1, len(evaluation.cv), squeeze=False)[0]
+    for ax, (grouping, result) in zip(axes, evaluation.cv.items(), strict=True):
+        predicted = tokens_per_sec(result.oof_log_mfu, data.physics_bound)
+        for fold in result.folds:
+            ax.scatter(data.tokens_per_sec[fold.test], predicted[fold.test], s=12, alpha=0.7, label=fold.held_out)
+        low, high = float(np.min(data.tokens_per_sec)) * 0.5, float(np.max(data.tokens_per_sec)) * 2
+        ax.plot([low, high], [low, high], color="black", linewidth=1)
+        ax.set(xscale="log", yscale="log", xlabel="measured tokens/s per GPU", ylabel="predicted (out of fold)",
+               title=f"{evaluation.spec.name}: leave one {grouping} out, "
+                     f"median APE {result.pooled['median_ape']:.1%}")
+        ax.legend(fontsize=7, loc="upper left")
+    return figure
+
+
+def _flat_params(spec: CandidateSpec) -> dict[str, Any]:
+    params: dict[str, Any] = {"kind": spec.kind, "seed": spec.seed}
+    params.update({f"model.{k}": v for k, v in spec.params.items()})
+    return params
+
+
+def _dataset(data: TrainingData) -> Any:
+    with warnings.catch_warnings():
+        # MLflow hints that integer columns cannot hold missing values: this schema only describes the data
+        warnings.simplefilter("ignore", UserWarning)
+        return mlflow.data.from_pandas(data.frame, source="features.training_runs", targets=TARGET,
+                                       name="features.training_runs", digest=data.digest[:32])
+
+
+def log_candidate_run(evaluation: CandidateEvaluation, data: TrainingData) -> None:
+    """Everything about one candidate, in the active MLflow run."""
+    spec = evaluation.spec
+    mlflow.log_params(_flat_params(spec))
+    mlflow.log_input(_dataset(data), context="training")
+    mlflow.set_tags({TAG_SPEC: spec.to_json(), TAG_DIGEST: data.digest, "candidate": spec.name})
+    mlflow.log_dict(spec.to_dict(), "candidate_spec.json")
+    mlflow.log_dict({"input_columns": list(spec.uses_features.input_columns),
+                     **spec.uses_features.to_dict()}, "features.json")
+    for grouping, result in evaluation.cv.items():
+        for fold, metrics in zip(result.folds, result.fold_metrics, strict=True):
+            mlflow.log_metrics({f"cv_{grouping}/fold_{name}": value for name, value in metrics.items()
+                                if np.isfinite(value)}, step=fold.index)
+        mlflow.log_metrics({f"cv_{grouping}/{name}": result.pooled[name] for name in METRICS
+                            if np.isfinite(result.pooled[name])})
+        mlflow.log_metric(f"cv_{grouping}/interval_coverage", evaluation.coverage[grouping])
+        mlflow.log_dict([{"fold": f.index, "held_out": f.held_out, "test_rows": len(f.test), **m}
+                         for f, m in zip(result.folds, result.fold_metrics, strict=True)], f"cv_{grouping}_folds.json")
+    mlflow.log_metric("score", evaluation.score)
+    if evaluation.importance:
+        mlflow.log_metrics({f"importance/{c}": v for c, v in evaluation.importance.items()})
+        mlflow.log_dict(dict(sorted(evaluation.importance.items(), key=lambda kv: -kv[1])),
+                        "permutation_importance.json")
+    mlflow.log_figure(residual_figure(evaluation, data), "residuals.png")
+
+
+def rescore_champion(tracking: Tracking, best: CandidateEvaluation, data: TrainingData,
+                     folds: Mapping[str, list[Fold]], target: TargetSpec, config: Mapping[str, Any]
+                     ) -> tuple[Any, float | None, str | None]:
+    """(champion version, its score on THIS data and THESE splits, why it could not be re-scored)."""
+    champion = version_by_alias(tracking.client, CHAMPION)
+    if champion is None:
+        return None, None, None
+    text = champion.tags.get(TAG_SPEC)
+    if not text:
+        return champion, None, f"champion v{champion.version} has no `{TAG_SPEC}` tag to re-score"
+    try:
+        spec = CandidateSpec.from_json(text)
+        if spec == best.spec:  # same spec, same data, same splits, same seeds: same score
+            return champion, best.score, None
+        return champion, evaluate_candidate(spec, data, folds, target, config, with_importance=False).score, None
+    except (ValueError, KeyError, TypeError) as error:
+        return champion, None, f"champion v{champion.version} cannot be re-scored: {error}"
+
+
+def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: float | None,
+                     rescore_error: str | None, data: TrainingData, config: Mapping[str, Any]) -> PromotionDecision:
+    if champion is None:
+        return PromotionDecision(True, "no champion yet: the first registered version becomes champion")
+    version = str(champion.version)
+    if champion_score is None:
+        return PromotionDecision(True, f"{rescore_error}; promoting the new version", version)
+    rule = config["promotion"]
+    needed = champion_score * (1.0 - float(rule["min_relative_improvement"]))
+    figures = (f"new {best.spec.name} scores {best.score:.4f}; champion v{version} re-scored on the same "
+               f"{data.rows} rows and splits scores {champion_score:.4f} (must be <= {needed:.4f})")
+    if best.score <= needed:
+        return PromotionDecision(True, f"promoted: {figures}", version, champion_score)
+    same_spec = champion.tags.get(TAG_SPEC) == best.spec.to_json()
+    if same_spec and rule.get("promote_refit_on_new_data", False) and champion.tags.get(TAG_DIGEST) != data.digest:
+        return PromotionDecision(True, f"promoted as a refit of the champion's own spec on new training data "
+                                       f"({figures})", version, champion_score)
+    return PromotionDecision(False, f"kept champion v{version}: {figures}", version, champion_score)
+
+
+def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
+              config: Mapping[str, Any]) -> TokenEfficiencyModel:
+    """The registered model: the winner fitted on every row, with conformal offsets from its CV residuals."""
+    icfg = config["intervals"]
+    intervals = IntervalOffsets.calibrate(best.cv[icfg["seen_gpu_grouping"]].residuals(data),
+                                          best.cv[icfg["unseen_gpu_grouping"]].residuals(data),
+                                          float(icfg["level"]))
+    pipeline = best.fitted if best.fitted is not None else build_pipeline(best.spec).fit(data.frame, data.log_mfu)
+    seen = tuple(sorted(data.frame["gpu"].dropna().astype(str).unique()))
+    return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen)
+
+
+def pip_requirements() -> list[str]:
+    """Explicit (inferring them costs seconds per model). Loading also needs the gpucost package itself."""
+    return [f"mlflow=={mlflow.__version__}", f"scikit-learn=={sklearn.__version__}", f"pandas=={pd.__version__}",
+            f"numpy=={np.__version__}", f"polars=={pl.__version__}", f"cloudpickle=={cloudpickle.__version__}"]
+
+
+def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEvaluation, data: TrainingData,
+             decision: PromotionDecision) -> str:
+    """Log the pyfunc model in the active run, register it, tag and alias the new version."""
+    with warnings.catch_warnings():
+        # the explicit signature replaces an input example (which MLflow would run through the model)
+        warnings.simplefilter("ignore", UserWarning)
+        info = mlflow.pyfunc.log_model(
+            name="model", python_model=TokenEfficiencyPyfunc(model), signature=model.signature(),
+            pip_requirements=pip_requirements(), registered_model_name=REGISTERED_MODEL,
+        )
+    version = str(info.registered_model_version)
+    client = tracking.client
+    tags = {TAG_SPEC: best.spec.to_json(), TAG_DIGEST: data.digest, "training_rows": str(data.rows),
+            "candidate": best.spec.name, "score": f"{best.score:.6f}",
+            "intervals": json.dumps(model.intervals.to_dict()), "seen_gpus": ",".join(model.seen_gpus),
+            TAG_DECISION: CHAMPION if decision.promote else CHALLENGER, TAG_REASON: decision.reason}
+    for key, value in tags.items():
+        client.set_model_version_tag(REGISTERED_MODEL, version, key, value)
+    client.update_model_version(REGISTERED_MODEL, version, description=f"{best.spec.name}: {decision.reason}")
+    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
+    return version
+
+
+def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None = None,
+                       tracking_uri: str | None = None) -> TrainingOutcome:
+    """The whole training step on a feature table (rows of features.training_runs)."""
+    started = time.perf_counter()
+    config = config or load_config("models")
+    data = prepare_training_data(features)
+    if data.rows < MIN_TRAINING_ROWS:
+        raise NotEnoughTelemetryError(f"{data.rows} usable training rows in features.training_runs "
+                                      f"(need {MIN_TRAINING_ROWS}); ingest telemetry first")
+    target = TargetSpec.from_config(config["target"])
+    try:
+        folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
+    except ValueError as error:
+        raise NotEnoughTelemetryError(str(error)) from error
+    specs = candidate_specs(config)
+    tracking = connect_tracking(tracking_uri)
+    run_name = f"train-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name) as parent:
+        mlflow.log_params({"candidates": ",".join(s.name for s in specs), "training_rows": data.rows,
+                           "dropped_rows": data.dropped_rows, "cv_groupings": ",".join(folds),
+                           "interval_level": config["intervals"]["level"], "seed": config["seed"],
+                           "min_relative_improvement": config["promotion"]["min_relative_improvement"]})
+        mlflow.log_input(_dataset(data), context="training")
+        mlflow.set_tag(TAG_DIGEST, data.digest)
+        evaluations = []
+        for spec in specs:
+            evaluation = evaluate_candidate(spec, data, folds, target, config)
+            with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True):
+                log_candidate_run(evaluation, data)
+            evaluations.append(evaluation)
+            log.info("%s: score %.4f (%s)", spec.name, evaluation.score,
+                     ", ".join(f"{g} median APE {evaluation.median_ape(g):.1%}" for g in folds))
+        best = min(evaluations, key=lambda e: e.score)  # ties keep config order
+        champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
+        decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+        model = fit_model(best, data, target, config)
+        version = register(tracking, model, best, data, decision)
+        alias = CHAMPION if decision.promote else CHALLENGER
+        baseline = next(e for e in evaluations if e.spec.kind == BASELINE_KIND)
+        mlflow.set_tags({"best_candidate": best.spec.name, "registered_version": version, TAG_DECISION: alias,
+                         TAG_REASON: decision.reason})
+        mlflow.log_metrics({"best_score": best.score, "baseline_score": baseline.score,
+                            **{f"interval_coverage/{g}": c for g, c in best.coverage.items()},
+                            **{f"interval/{k}": v for k, v in model.intervals.to_dict().items()}})
+        if champion_score is not None:
+            mlflow.log_metric("champion_rescored_score", champion_score)
+        log.info("version %s -> %s: %s", version, alias, decision.reason)
+        wall = time.perf_counter() - started
+        mlflow.log_metric("wall_seconds", wall)
+    return TrainingOutcome(
+        version=version, alias=alias, reason=decision.reason, best=best.spec.name,
+        scores={e.spec.name: e.score for e in evaluations},
+        median_ape={e.spec.name: {g: e.median_ape(g) for g in folds} for e in evaluations},
+        coverage=best.coverage, intervals=model.intervals, champion_rescored=champion_score, rows=data.rows,
+        digest=data.digest, run_id=parent.info.run_id, wall_seconds=wall,
+    )
+
+

@@ -1,0 +1,95 @@
+"""What people look at after a publish: top offers per workload, a markdown summary, and a chart of
+dollars per million tokens against hours to finish with the Pareto front marked."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from tasks.publishing.database import PublishedFile
+from tasks.ranking.rank import RankingResult
+from tasks.warehouse import query
+
+
+def top_offers(con: duckdb.DuckDBPyConnection, publish_date: date, top: int) -> pl.DataFrame:
+    return query(con, "marts/top_offers", {"publish_date": publish_date, "top": top}).pl()
+
+
+def pareto_front(points: pl.DataFrame, x: str = "expected_hours", y: str = "usd_per_mtoken") -> pl.Series:
+    """True for rows no other row beats on both x and y (lower is better on both); per frame, so
+    call it per workload. Ties on x keep the cheapest only."""
+    order = points.with_row_index("_row").sort([x, y])
+    best = float("inf")
+    front: dict[int, bool] = {}
+    for row, value in zip(order["_row"], order[y], strict=True):
+        front[row] = value < best
+        best = min(best, value)
+    return pl.Series("on_pareto_front", [front[i] for i in range(points.height)])
+
+
+def write_chart(points: pl.DataFrame, path: Path, title: str) -> Path | None:
+    """One panel per workload; log-log axes; the Pareto front drawn as a line. None without points."""
+    if points.is_empty():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = points["workload"].unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, len(workloads), figsize=(5.5 * len(workloads), 4.5), squeeze=False)
+    for ax, workload in zip(axes[0], workloads, strict=True):
+        panel = points.filter(pl.col("workload") == workload)
+        panel = panel.with_columns(pareto_front(panel))
+        rest, front = panel.filter(~pl.col("on_pareto_front")), panel.filter(pl.col("on_pareto_front"))
+        ax.scatter(rest["expected_hours"], rest["usd_per_mtoken"], s=8, alpha=0.35, label="offers")
+        ax.plot(front["expected_hours"], front["usd_per_mtoken"], "o-", color="crimson", ms=4, label="Pareto front")
+        for row in front.head(6).iter_rows(named=True):
+            ax.annotate(f"{row['gpu']} {row['pricing']}", (row["expected_hours"], row["usd_per_mtoken"]),
+                        fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("hours to finish (expected)")
+        ax.set_ylabel("USD per million tokens")
+        ax.set_title(workload)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return path
+
+
+def summary_markdown(
+    ranking: RankingResult,
+    published: PublishedFile | None,
+    top: pl.DataFrame,
+    chart: Path | None,
+    notes: list[str],
+) -> str:
+    lines = [f"# GPU cost ranking, {ranking.publish_date.isoformat()}", ""]
+    model = ranking.model_version or "none"
+    lines.append(f"Model version: {model}. Rows: {ranking.rows} (workload x offer), ranked: {ranking.ranked}, "
+                 f"throughput predictions: {ranking.predictions}.")
+    if published is not None:
+        rows = ", ".join(f"{t} {n}" for t, n in published.rows.items())
+        lines += ["", f"Published `{published.path}` in {published.seconds:.1f} s ({rows})."]
+    if chart is not None:
+        lines.append(f"Chart: `{chart}`.")
+    for message in ranking.messages + notes:
+        lines += ["", f"- {message}"]
+    if ranking.not_ranked_by_reason:
+        lines += ["", "## Not ranked, by reason", ""]
+        lines += [f"- {count} × {reason}" for reason, count in ranking.not_ranked_by_reason.items()]
+    if not top.is_empty():
+        lines += ["", "## Top offers per workload", "", "| " + " | ".join(top.columns) + " |",
+                  "|" + "---|" * len(top.columns)]
+        lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in top.iter_rows()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,82 @@
+"""Build the published database (what users open) next to the working warehouse, atomically.
+
+The file is written under a temporary name in the same folder, checkpointed and detached, then
+`os.replace`d over the previous one: a reader that has the old file open keeps its snapshot, new
+connections see the new night, and a publish killed midway leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from tasks.warehouse import execute, query, registered
+
+# In order; each is sql/publish/<name>.sql creating published.<name>.
+PUBLISHED_TABLES = (
+    "gpu_cost_ranking",
+    "gpu_cost_ranking_history",
+    "prices_current",
+    "price_history",
+    "gpu_specs",
+    "model_versions",
+    "quarantine_summary",
+)
+
+
+@dataclass
+class PublishedFile:
+    path: Path
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    size_bytes: int = 0
+
+
+def temporary_path(target: Path) -> Path:
+    """Same folder (so os.replace is an atomic rename), a name no reader opens."""
+    return target.with_name(f".{target.name}.{os.getpid()}.tmp")
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Leftovers of publishes that were killed midway (never the published file itself)."""
+    removed = []
+    for stale in target.parent.glob(f".{target.name}.*.tmp*"):
+        stale.unlink(missing_ok=True)
+        removed.append(stale)
+    return removed
+
+
+def build_published(
+    con: duckdb.DuckDBPyConnection,
+    target: Path,
+    model_versions: pl.DataFrame,
+    price_window_days: int,
+) -> PublishedFile:
+    """Write every published table from the warehouse `con` into a new file, then swap it into place."""
+    started = time.perf_counter()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
+    tmp = temporary_path(target)
+    result = PublishedFile(path=target)
+    execute(con, "publish/attach", {"path": str(tmp)})
+    try:
+        with registered(con, "publish_model_versions", model_versions):
+            for table in PUBLISHED_TABLES:
+                params = {"window_days": price_window_days} if table == "price_history" else None
+                execute(con, f"publish/{table}", params)
+        execute(con, "publish/comments")
+        result.rows = dict(query(con, "publish/table_rows").fetchall())
+        execute(con, "publish/detach")
+    except BaseException:
+        con.execute("detach database if exists published")
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, target)
+    result.size_bytes = target.stat().st_size
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,116 @@
+"""Rank every current offer for every workload: memory fit -> cluster sizes -> champion throughput ->
+cost (sql/marts/*.sql, formulas in sql/ddl/070_marts_cost_model.sql) -> marts.gpu_cost_ranking_history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Protocol
+
+import duckdb
+import polars as pl
+
+from tasks.features import build_features
+from tasks.ranking.workloads import load_workloads
+from tasks.settings import load_config
+from tasks.warehouse import execute, query, registered, transaction
+
+PREDICTION_SCHEMA: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "predicted_tokens_per_sec_per_gpu": pl.Float64(),
+    "predicted_low": pl.Float64(),
+    "predicted_high": pl.Float64(),
+    "model_version": pl.String(),
+}
+
+NO_CHAMPION_REASON = "no champion model in MLflow (run `gpucost train`): throughput cannot be predicted"
+
+
+class ThroughputModel(Protocol):
+    """What the ranking needs of contract 2's Champion (tasks.model.predict)."""
+
+    version: str
+
+    def predict(self, features: pl.DataFrame) -> pl.DataFrame: ...
+
+
+@dataclass
+class RankingResult:
+    publish_date: date
+    model_version: str | None
+    rows: int = 0
+    ranked: int = 0
+    predictions: int = 0
+    not_ranked_by_reason: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+
+def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: ThroughputModel | None) -> pl.DataFrame:
+    """Champion throughput per run_id (PREDICTION_SCHEMA); empty without a champion or runs."""
+    if champion is None or runs.is_empty():
+        return pl.DataFrame(schema=PREDICTION_SCHEMA)
+    features = build_features(con, runs)
+    predicted = champion.predict(features)
+    if "model_version" not in predicted.columns:
+        predicted = predicted.with_columns(model_version=pl.lit(champion.version))
+    return predicted.select(
+        [pl.col(name).cast(dtype) for name, dtype in PREDICTION_SCHEMA.items()]
+    )
+
+
+def interruption_rates(config: dict[str, Any]) -> pl.DataFrame:
+    rates = {k: v for k, v in config["spot"]["interruption_rate_per_hour"].items() if k != "default"}
+    return pl.DataFrame(
+        {"provider": list(rates), "interruption_rate_per_hour": [float(v) for v in rates.values()]},
+        schema={"provider": pl.String(), "interruption_rate_per_hour": pl.Float64()},
+    )
+
+
+def rank_offers(
+    con: duckdb.DuckDBPyConnection,
+    champion: ThroughputModel | None,
+    publish_date: date,
+    published_at: datetime,
+    workloads: pl.DataFrame | None = None,
+    config: dict[str, Any] | None = None,
+) -> RankingResult:
+    """Write the night's rows into marts.gpu_cost_ranking_history (replacing that date's) and summarise."""
+    config = config if config is not None else load_config("ranking")
+    workloads = workloads if workloads is not None else load_workloads(ranking=config)
+    result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
+    if champion is None:
+        result.messages.append(NO_CHAMPION_REASON + "; prices and specs are still published.")
+    spot, energy = config["spot"], config["energy"]
+    with registered(con, "ranking_workloads", workloads):
+        execute(con, "marts/offer_candidates")
+        execute(con, "marts/cluster_ladder")
+        runs = query(con, "marts/prediction_runs").pl()
+    predictions = predict_runs(con, runs, champion)
+    result.predictions = predictions.height
+    params = {
+        "publish_date": publish_date,
+        "published_at": published_at,
+        "model_version": champion.version if champion else None,
+        "no_model_reason": None if champion else NO_CHAMPION_REASON,
+        "default_interruption_rate": float(spot["interruption_rate_per_hour"]["default"]),
+        "checkpoint_interval_minutes": float(spot["checkpoint_interval_minutes"]),
+        "restart_minutes": float(spot["restart_minutes"]),
+        "history_window_days": int(spot["history_window_days"]),
+        "utilisation_of_tdp": float(energy["utilisation_of_tdp"]),
+        "cloud_pue": float(energy["cloud_pue"]),
+        "owned_pue": float(energy["owned_pue"]),
+    }
+    with registered(con, "ranking_predictions", predictions), registered(
+        con, "ranking_interruption_rates", interruption_rates(config)
+    ):
+        with transaction(con):
+            execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
+            execute(con, "marts/insert_ranking", params)
+    night = query(con, "marts/ranking_night_summary", {"publish_date": publish_date}).fetchall()
+    for reason, count in night:
+        result.rows += count
+        if reason is None:
+            result.ranked += count
+        else:
+            result.not_ranked_by_reason[reason] = count
+    return result

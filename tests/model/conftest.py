@@ -1,0 +1,115 @@
+"""Fixtures for the token-efficiency model tests: the bundled telemetry through the real ingest and feature
+SQL (once per session, in its own DuckDB file), reduced model configs, and trained MLflow stores."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tasks.settings import PROJECT_ROOT
+from tests.conftest import TELEMETRY_SAMPLES
+
+# Fast candidate sets for most tests (the full set from config/models.toml runs in one test only).
+SMALL_CANDIDATES = '''
+[[candidates]]
+name = "physics_baseline"
+kind = "constant_mfu"
+
+[[candidates]]
+name = "lasso"
+kind = "lasso"
+params = { alpha = 0.005, max_iter = 20000 }
+
+[[candidates]]
+name = "ridge"
+kind = "ridge"
+params = { alpha = 3.0 }
+'''
+
+BASELINE_ONLY = '''
+[[candidates]]
+name = "physics_baseline"
+kind = "constant_mfu"
+'''
+
+
+@pytest.fixture(scope="session")
+def training_features(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    """features.training_runs for data/samples/telemetry/published_benchmarks.csv (real ingest, real SQL)."""
+    from tasks.features import refresh_feature_table
+    from tasks.model.training import read_training_features
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.telemetry.ingest import ingest_telemetry_file
+    from tasks.telemetry.normalise import load_vocabulary
+    from tasks.warehouse import warehouse
+
+    path = tmp_path_factory.mktemp("model-features") / "warehouse.duckdb"
+    with warehouse(path) as con:
+        load_reference_tables(con)
+        ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", read_aliases(),
+                              datetime.now(UTC), load_vocabulary())
+        refresh_feature_table(con)
+        return read_training_features(con)
+
+
+def make_config_dir(root: Path, candidates: str) -> Path:
+    """A copy of config/ whose models.toml has `candidates` instead of the shipped candidate list."""
+    target = root / "config"
+    shutil.copytree(PROJECT_ROOT / "config", target)
+    text = (target / "models.toml").read_text(encoding="utf-8")
+    head = text[: text.index("[[candidates]]")].replace("n_repeats = 3", "n_repeats = 1")
+    (target / "models.toml").write_text(head + candidates, encoding="utf-8")
+    return target
+
+
+@pytest.fixture(scope="session")
+def small_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_config_dir(tmp_path_factory.mktemp("small-config"), SMALL_CANDIDATES)
+
+
+@pytest.fixture(scope="session")
+def baseline_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_config_dir(tmp_path_factory.mktemp("baseline-config"), BASELINE_ONLY)
+
+
+@pytest.fixture
+def use_config(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
+    def use(config_dir: Path) -> None:
+        monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(config_dir))
+
+    return use
+
+
+@pytest.fixture(scope="session")
+def trained_home(tmp_path_factory: pytest.TempPathFactory, training_features: pl.DataFrame,
+                 small_config_dir: Path) -> tuple[Path, object]:
+    """A GPUCOST_HOME whose MLflow store holds one training of the small candidate set (read-only for tests)."""
+    import os
+
+    from tasks.model.training import train_and_register
+    from tasks.settings import load_config
+
+    home = tmp_path_factory.mktemp("trained-home")
+    saved = {k: os.environ.get(k) for k in ("GPUCOST_HOME", "GPUCOST_CONFIG_DIR", "MLFLOW_TRACKING_URI")}
+    os.environ.update(GPUCOST_HOME=str(home), GPUCOST_CONFIG_DIR=str(small_config_dir))
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    try:
+        outcome = train_and_register(training_features, load_config("models"))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return home, outcome
+
+
+@pytest.fixture
+def in_trained_home(trained_home: tuple[Path, object], monkeypatch: pytest.MonkeyPatch) -> tuple[Path, object]:
+    monkeypatch.setenv("GPUCOST_HOME", str(trained_home[0]))
+    return trained_home

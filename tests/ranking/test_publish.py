@@ -1,0 +1,164 @@
+"""Publishing: atomic swap under a reader, a publish killed midway, duckdb-cli compatibility, comments."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from tasks.publishing.artifacts import pareto_front
+from tasks.publishing.database import PUBLISHED_TABLES
+from tasks.publishing.night import publish_night
+from tasks.settings import PROJECT_ROOT
+from tests.ranking.conftest import FixedThroughput
+
+PYTHON = sys.executable
+DUCKDB_CLI = Path(sys.executable).with_name("duckdb")
+
+
+def night(con, day: int, target: Path):
+    return publish_night(con, FixedThroughput(), date(2026, 1, day), datetime(2026, 1, day, 2, tzinfo=UTC), target)
+
+
+def nights_in(path: Path) -> list[date]:
+    with duckdb.connect(str(path), read_only=True) as db:
+        found = db.sql("select distinct publish_date from gpu_cost_ranking_history order by 1").fetchall()
+    return [r[0] for r in found]
+
+
+def test_publish_builds_every_table_commented(aws_prices, gpucost_home):
+    target = gpucost_home / "published.duckdb"
+    outcome = night(aws_prices, 6, target)
+    assert set(outcome.published.rows) == set(PUBLISHED_TABLES)
+    # AWS sample: 941 records read, 9 quarantined (no price) -> 932 observations; prices_current is the same 932
+    assert outcome.published.rows["prices_current"] == 932
+    assert outcome.published.rows["price_history"] == 932
+    # 3 shipped workloads x 932 offers
+    assert outcome.published.rows["gpu_cost_ranking"] == 3 * 932
+    assert outcome.chart is not None and outcome.chart.exists() and outcome.chart.parent == target.parent
+    with duckdb.connect(str(target), read_only=True) as db:
+        uncommented = db.sql("select table_name, column_name from duckdb_columns() where not internal"
+                             " and (comment is null or comment = '')").fetchall()
+        tables = db.sql("select table_name from duckdb_tables() where comment is null or comment = ''").fetchall()
+    assert uncommented == [] and tables == []
+    assert not list(target.parent.glob(".published.duckdb.*"))
+
+
+def test_history_keeps_every_night(aws_prices, gpucost_home):
+    target = gpucost_home / "published.duckdb"
+    night(aws_prices, 6, target)
+    night(aws_prices, 7, target)
+    night(aws_prices, 7, target)  # re-publishing a night replaces it
+    assert nights_in(target) == [date(2026, 1, 6), date(2026, 1, 7)]
+    with duckdb.connect(str(target), read_only=True) as db:
+        assert db.sql("select distinct publish_date from gpu_cost_ranking").fetchall() == [(date(2026, 1, 7),)]
+
+
+READER = textwrap.dedent(
+    """
+    import sys, duckdb
+    db = duckdb.connect(sys.argv[1], read_only=True)
+    q = "select count(distinct publish_date) from gpu_cost_ranking_history"
+    print(db.execute(q).fetchall()[0][0], flush=True)
+    sys.stdin.readline()
+    print(db.execute(q).fetchall()[0][0], flush=True)
+    """
+)
+
+
+def test_publish_succeeds_while_a_reader_holds_the_file(aws_prices, gpucost_home):
+    target = gpucost_home / "published.duckdb"
+    night(aws_prices, 6, target)
+    reader = subprocess.Popen([PYTHON, "-c", READER, str(target)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert reader.stdout.readline().strip() == "1"
+        night(aws_prices, 7, target)  # the reader holds the old file open (and its lock)
+        reader.stdin.write("\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "1"  # its snapshot: still one night
+    finally:
+        reader.communicate(timeout=30)
+    assert nights_in(target) == [date(2026, 1, 6), date(2026, 1, 7)]  # a new connection sees the new night
+
+
+KILLED = textwrap.dedent(
+    """
+    import os, sys, time
+    from datetime import UTC, date, datetime
+    from pathlib import Path
+    import tasks.publishing.database as database
+    from tasks.warehouse import connect
+    from tasks.publishing.night import publish_night
+    sys.path.insert(0, sys.argv[3])
+    from tests.ranking.conftest import FixedThroughput
+
+    real_execute = database.execute
+    def execute(con, name, params=None):
+        if name == "publish/comments":  # tables written, file not finished: stop here and wait to be killed
+            Path(sys.argv[2]).write_text("midway")
+            time.sleep(120)
+        return real_execute(con, name, params)
+    database.execute = execute
+    con = connect(Path(sys.argv[1]))
+    publish_night(con, FixedThroughput(), date(2026, 1, 7), datetime(2026, 1, 7, 2, tzinfo=UTC), Path(sys.argv[4]))
+    """
+)
+
+
+def test_publish_killed_midway_leaves_the_previous_file(aws_prices, gpucost_home, tmp_path):
+    target = gpucost_home / "published.duckdb"
+    night(aws_prices, 6, target)
+    before = target.read_bytes()
+    warehouse = gpucost_home / "warehouse.duckdb"
+    aws_prices.close()  # the child needs the warehouse (one writer at a time)
+    marker = tmp_path / "midway"
+    child = subprocess.Popen([PYTHON, "-c", KILLED, str(warehouse), str(marker), str(PROJECT_ROOT), str(target)],
+                             cwd=PROJECT_ROOT, env={**os.environ})
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert child.poll() is None, "publish ended before reaching the midway point"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        assert list(target.parent.glob(".published.duckdb.*.tmp"))  # the half-built file exists
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    assert target.read_bytes() == before
+    assert nights_in(target) == [date(2026, 1, 6)]
+    # the next publish clears the leftover and succeeds
+    from tasks.warehouse import connect
+
+    with connect(warehouse) as con:
+        night(con, 8, target)
+    # night 7's ranking reached the warehouse history before the kill (only the file build was cut short)
+    assert nights_in(target) == [date(2026, 1, 6), date(2026, 1, 7), date(2026, 1, 8)]
+    assert not list(target.parent.glob(".published.duckdb.*"))
+
+
+def test_published_file_opens_in_duckdb_cli(aws_prices, gpucost_home):
+    target = gpucost_home / "published.duckdb"
+    night(aws_prices, 6, target)
+    assert DUCKDB_CLI.exists(), "duckdb-cli is a dev dependency (pip install duckdb-cli)"
+    done = subprocess.run(
+        [str(DUCKDB_CLI), "-readonly", "-csv", "-noheader", str(target), "-c",
+         "select count(*) from gpu_cost_ranking where workload = '8b-qlora-100m'"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "932"  # one row per AWS sample offer for this workload
+
+
+def test_pareto_front_by_hand():
+    # (hours, usd): (1, 9) front; (2, 5) front; (3, 6) beaten by (2, 5); (4, 1) front; (4, 2) tie on hours, dearer
+    points = pl.DataFrame({"expected_hours": [3.0, 1.0, 4.0, 2.0, 4.0], "usd_per_mtoken": [6.0, 9.0, 2.0, 5.0, 1.0]})
+    assert pareto_front(points).to_list() == [False, True, False, True, True]
