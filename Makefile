@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench bench-accuracy serve clean
+.PHONY: run test lint bench bench-accuracy serve clean mlflow-ui
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,3 +33,7 @@ bench-accuracy: $(STAMP)
 
 clean:
 	rm -rf .gpucost
+
+# The MLflow UI over the local store (GPUCOST_HOME defaults to .gpucost).
+mlflow-ui: $(STAMP)
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$${GPUCOST_HOME:-$(CURDIR)/.gpucost}/mlflow/mlflow.db
