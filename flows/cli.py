@@ -35,12 +35,16 @@ def ingest_prices_cmd(
     """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
     from flows.ingest_prices import ingest_prices
     from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
+    from tasks.warehouse import WarehouseBusyError
 
     try:
         sources = price_sources_for(paths, provider, format) if paths else configured_price_sources()
     except SourceConfigError as error:
         fail(str(error), 2)
-    outcomes = ingest_prices(sources)
+    try:
+        outcomes = ingest_prices(sources)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
 
@@ -51,8 +55,12 @@ def ingest_telemetry_cmd(
 ) -> None:
     """Read training telemetry into the warehouse (validated, quarantined, keyed by run_id)."""
     from flows.ingest_telemetry import ingest_telemetry
+    from tasks.warehouse import WarehouseBusyError
 
-    outcomes = ingest_telemetry(paths)
+    try:
+        outcomes = ingest_telemetry(paths)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
 
@@ -60,13 +68,22 @@ def ingest_telemetry_cmd(
 @app.command()
 def run() -> None:
     """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
-    from flows.nightly import nightly
-    from tasks.publishing.lock import RunLockedError
+    from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
+    from tasks.settings import paths
+    from tasks.warehouse import WarehouseBusyError
 
     try:
+        # Before Prefect (or anything heavy) is imported: another run, or a session holding the warehouse,
+        # is reported in one line, at once.
+        with run_lock(paths().run_lock):
+            check_warehouse_free()
+        from flows.nightly import nightly
+
         nightly()
     except RunLockedError as error:
         fail(str(error), 3)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
 
 
 @app.command()

@@ -11,7 +11,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.files import FileOutcome
-from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.prices.ingest import PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.settings import load_config
 from tasks.sources import configured_price_sources
@@ -41,7 +41,12 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
     with warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
-        outcomes = [ingest_price_file_task(con, source, aliases, ingested_at) for source in sources]
+        outcomes = []
+        for source in sources:
+            try:
+                outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at))
+            except OSError as error:  # still failing after the task's retries: tonight without this file
+                outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
     report = outcomes_markdown("Price ingest", outcomes)
     create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
     print(report)

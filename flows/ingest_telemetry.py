@@ -18,7 +18,7 @@ from tasks.reference import load_reference_tables, read_aliases
 from tasks.settings import load_config
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcomes_markdown
-from tasks.telemetry.ingest import ingest_telemetry_file
+from tasks.telemetry.ingest import ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import warehouse
 
@@ -51,7 +51,12 @@ def ingest_telemetry(paths: list[Path] | None = None) -> list[FileOutcome]:
         load_reference_tables(con)
         aliases = read_aliases()
         vocabulary = load_vocabulary()
-        outcomes = [ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary) for path in paths]
+        outcomes = []
+        for path in paths:
+            try:
+                outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
+            except OSError as error:  # still failing after the task's retries: tonight without this file
+                outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
         feature_rows = refresh_feature_table_task(con)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")

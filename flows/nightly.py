@@ -13,7 +13,7 @@ from flows.ingest_prices import ingest_prices
 from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
-from tasks.publishing.lock import run_lock
+from tasks.publishing.lock import check_warehouse_free, run_lock
 from tasks.settings import paths
 
 # What each step's failure means for tonight's publish.
@@ -26,7 +26,8 @@ CONSEQUENCES = {
 
 def _failure_message(state: object) -> str:
     message = getattr(state, "message", None) or ""
-    return message.splitlines()[0][:300] if message else type(state).__name__
+    # all lines, folded into one: wrapped errors (e.g. MLflow's around SQLite) give the cause on a later line
+    return " ".join(message.split())[:300] if message else type(state).__name__
 
 
 @flow(name="nightly", log_prints=True)
@@ -34,6 +35,7 @@ def nightly() -> dict[str, str]:
     """Returns each step's outcome ('completed' or 'skipped: ...')."""
     steps: dict[str, str] = {}
     with run_lock(paths().run_lock):
+        check_warehouse_free()
         for name, step in (("ingest_prices", ingest_prices), ("ingest_telemetry", ingest_telemetry), ("train", train)):
             state = step(return_state=True)
             if state.is_completed():

@@ -12,6 +12,15 @@ import duckdb
 
 from tasks.warehouse import execute
 
+# I/O errors that say the file itself is absent or unusable; any other OSError (EIO, ETIMEDOUT, ESTALE on a
+# network mount, ...) may pass, so the ingest lets it propagate: the flow's task retries it, and a file still
+# unreadable after the retries is quarantined for tonight without being registered (read again next run).
+PERMANENT_IO_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def is_transient(error: BaseException) -> bool:
+    return isinstance(error, OSError) and not isinstance(error, PERMANENT_IO_ERRORS)
+
 
 def content_sha256(path: Path) -> str:
     digest = hashlib.sha256()

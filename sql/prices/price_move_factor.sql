@@ -1,9 +1,11 @@
 -- For each staged price row: the previous observation of the same offer and how far the price moved.
 -- Previous = the newest stored observation at or before the row's time (ASOF join); where the offer
 -- has none yet, the previous row of the same offer in the same file (dated history files).
--- `staged_prices` is registered by tasks.prices.ingest.
+-- `staged_prices` is registered by tasks.prices.ingest: the row key and the offer key columns only (the
+-- ingest joins the result back to its rows, so the wide raw_values never pass through the joins and the sort).
 with staged as (
-    select * from staged_prices
+    select _row_id, provider, region, zone, instance_type, pricing, observed_at, source_line, usd_per_hour
+    from staged_prices
 ),
 
 stored as (
@@ -35,7 +37,8 @@ previous_in_file as (
 
 joined as (
     select
-        staged.*,
+        staged._row_id,
+        staged.usd_per_hour,
         coalesce(previous_stored.previous_usd_per_hour, previous_in_file.previous_usd_per_hour)
             as previous_usd_per_hour  -- USD per instance-hour
     from staged
@@ -45,7 +48,8 @@ joined as (
 
 final as (
     select
-        *,
+        _row_id,
+        previous_usd_per_hour,
         case
             when usd_per_hour > 0 and previous_usd_per_hour > 0
             then greatest(usd_per_hour / previous_usd_per_hour, previous_usd_per_hour / usd_per_hour)

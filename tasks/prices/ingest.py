@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks.files import FileOutcome, already_ingested, content_sha256, record_file
+from tasks.files import FileOutcome, already_ingested, content_sha256, is_transient, record_file
 from tasks.prices.adapters import AdapterContext, AdapterError, conform, registry
 from tasks.prices.normalise import normalise
 from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
@@ -44,10 +44,20 @@ def describe_error(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+# What sql/prices/price_move_factor.sql reads of the staged rows.
+MOVE_KEY_COLUMNS = (
+    "provider", "region", "zone", "instance_type", "pricing", "observed_at", "source_line", "usd_per_hour"
+)
+
+
 def stage(con: duckdb.DuckDBPyConnection, staged: pl.DataFrame) -> pl.DataFrame:
-    """Add the previous observation of each offer and the price move factor (SQL, against history)."""
-    with registered(con, "staged_prices", staged):
-        return query(con, "prices/price_move_factor").pl()
+    """Add the previous observation of each offer and the price move factor (SQL, against history).
+
+    Only the key columns go through SQL; the result is joined back by row key (the raw JSON of 10^6 rows
+    through the ASOF join, two joins and a sort cost ~10x the memory of the keys)."""
+    with registered(con, "staged_prices", staged.select(ROW_KEY, *MOVE_KEY_COLUMNS)):
+        moves = query(con, "prices/price_move_factor").pl()
+    return staged.join(moves, on=ROW_KEY, how="left", maintain_order="left")
 
 
 def combine_rejections(staged: pl.DataFrame, failures: pl.DataFrame) -> pl.DataFrame:
@@ -75,6 +85,17 @@ def _quarantine_whole_file(
     return outcome
 
 
+def quarantine_unreadable(
+    con: duckdb.DuckDBPyConnection, source: PriceSource, error: BaseException, ingested_at: datetime
+) -> FileOutcome:
+    """A file still unreadable after the task's retries: quarantined for tonight, not registered (so the
+    next run reads it again)."""
+    path = Path(source.path)
+    outcome = FileOutcome(DATASET, str(path), "", "quarantined", provider=source.provider, format=source.format)
+    message = f"{path.name}: I/O error after retries: {describe_error(error)} ({path})"
+    return _quarantine_whole_file(con, outcome, path, message, ingested_at, None)
+
+
 def ingest_price_file(
     con: duckdb.DuckDBPyConnection,
     source: PriceSource,
@@ -94,6 +115,8 @@ def ingest_price_file(
         sha = content_sha256(path)
         size_bytes = path.stat().st_size
     except OSError as error:
+        if is_transient(error):
+            raise  # retried by the flow's task (see tasks.files.is_transient)
         problem = "file not found" if isinstance(error, FileNotFoundError) else describe_error(error)
         return _quarantine_whole_file(con, outcome, path, f"{path.name}: {problem} ({path})", ingested_at, None)
     outcome.content_sha256 = sha
@@ -110,6 +133,8 @@ def ingest_price_file(
         records = conform(result.records)
         staged = stage(con, normalise(records, aliases, str(path), sha, ingested_at))
     except Exception as error:  # noqa: BLE001 - any parse failure quarantines the file, the night goes on
+        if is_transient(error):
+            raise  # an I/O error is not the file's content: retried, never registered as quarantined
         message = str(error) if isinstance(error, AdapterError) else f"{path.name}: {describe_error(error)}"
         return _quarantine_whole_file(
             con, outcome, path, f"cannot read as {source.format}: {message}", ingested_at, size_bytes

@@ -32,3 +32,11 @@ def run_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
+
+
+def check_warehouse_free(path: Path | None = None) -> None:
+    """Raise WarehouseBusyError (naming the process that holds it, e.g. a user's open DuckDB session) now,
+    before a run starts, rather than letting every step fail on it in turn."""
+    from tasks.warehouse import connect
+
+    connect(path).close()

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks.files import FileOutcome, already_ingested, content_sha256, record_file
+from tasks.files import FileOutcome, already_ingested, content_sha256, is_transient, record_file
 from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
 from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
@@ -75,6 +75,18 @@ def stage(con: duckdb.DuckDBPyConnection, normalised: pl.DataFrame) -> pl.DataFr
         return query(con, "telemetry/stage_runs").pl()
 
 
+def quarantine_unreadable(
+    con: duckdb.DuckDBPyConnection, path: Path, error: BaseException, ingested_at: datetime
+) -> FileOutcome:
+    """A file still unreadable after the task's retries: quarantined for tonight, not registered (so the
+    next run reads it again)."""
+    message = f"I/O error after retries: {describe_error(error)}"
+    outcome = FileOutcome(DATASET, str(path), "", "quarantined", error=message)
+    with transaction(con):
+        quarantine_file(con, DATASET, str(path), None, outcome.error or "", ingested_at)
+    return outcome
+
+
 def ingest_telemetry_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -86,6 +98,8 @@ def ingest_telemetry_file(
     try:
         sha = content_sha256(path)
     except OSError as error:
+        if is_transient(error):
+            raise  # retried by the flow's task; still failing: quarantine_unreadable
         outcome = FileOutcome(DATASET, str(path), "", "quarantined", error=describe_error(error))
         with transaction(con):
             quarantine_file(con, DATASET, str(path), None, outcome.error or "", ingested_at)
@@ -99,6 +113,8 @@ def ingest_telemetry_file(
         outcome.format = file_format(path)
         records = read_telemetry(path)
     except Exception as error:  # noqa: BLE001 - any read failure quarantines the file, the run goes on
+        if is_transient(error):
+            raise  # an I/O error is not the file's content: retried, never registered as quarantined
         outcome.status = "quarantined"
         outcome.error = describe_error(error)
         with transaction(con):

@@ -84,7 +84,9 @@ def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, di
     if kind == "int":
         number = text.cast(pl.Float64, strict=False)
         whole = number.is_finite() & (number == number.floor())
-        return number.set(~whole.fill_null(False), None).cast(pl.Int64)  # type: ignore[arg-type]
+        # strict=False: a whole number beyond Int64 (e.g. 1e308) becomes null, i.e. an unparsed field that
+        # quarantines the row, instead of an exception that would abort the whole ingest
+        return number.set(~whole.fill_null(False), None).cast(pl.Int64, strict=False)  # type: ignore[arg-type]
     if kind == "bool":
         return _lookup(text, vocabulary["boolean"], pl.Boolean())
     if kind == "timestamp":

@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from tasks.files import is_transient
 from tasks.telemetry.contract import REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
 
 SOURCE_LINE = "_source_line"  # 1-based line (CSV: where the record starts; JSON Lines) or record (Parquet)
@@ -122,7 +123,11 @@ def read_telemetry(path: Path) -> pl.DataFrame:
         frame = readers[file_format(path)](path)
     except TelemetryFileError:
         raise
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
+    except OSError as error:
+        if is_transient(error):
+            raise  # retried by the flow's task (see tasks.files.is_transient)
+        raise TelemetryFileError(f"unreadable file: {type(error).__name__}: {error}") from error
+    except (UnicodeDecodeError, csv.Error) as error:
         raise TelemetryFileError(f"unreadable file: {type(error).__name__}: {error}") from error
     check_required_columns([c for c in frame.columns if c not in (SOURCE_LINE, RAW_VALUES)])
     return frame

@@ -1,0 +1,30 @@
+"""The DuckDB floors: the least work a DuckDB-based step could do with the same input (bench/sql/*.sql)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from bench.common import timed
+
+SQL_DIR = Path(__file__).parent / "sql"
+
+
+def floor_sql(name: str) -> str:
+    return (SQL_DIR / f"{name}.sql").read_text(encoding="utf-8")
+
+
+def load_file(path: str, database: str) -> dict[str, Any]:
+    """DuckDB reads the file into a table of a fresh database file (a measured step)."""
+    Path(database).unlink(missing_ok=True)
+    con = duckdb.connect(database)
+    statement = "load_parquet" if path.endswith(".parquet") else "load_csv"
+    with timed() as t:
+        con.execute(floor_sql(statement), {"path": path})
+        con.execute("checkpoint")
+    rows = con.execute("select count(*) from floor_load").fetchone()[0]
+    con.close()
+    Path(database).unlink(missing_ok=True)
+    return {"seconds": t["s"], "rows": rows}

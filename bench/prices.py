@@ -1,0 +1,51 @@
+"""1. Price ingest at scale: generated SkyPilot catalogs (10^4 .. 10^6 rows) through the plain
+`ingest_price_file` (parse, normalise, compare with history, validate, store) vs DuckDB `read_csv` of the
+same file into a table."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.generate import write_skypilot_prices
+
+SECTION = "1. price ingest (SkyPilot CSV)"
+
+
+def ingest(path: str, home: str) -> dict[str, Any]:
+    """Measured step: one price file into an empty warehouse (set-up and the GX import not timed)."""
+    fresh_home(Path(home))
+    from tasks.prices.ingest import PriceSource, ingest_price_file
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.warehouse import connect
+
+    gx_import_s = warm_validation()
+    con = connect()
+    load_reference_tables(con)
+    aliases = read_aliases()
+    with timed() as t:
+        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", "skypilot"), aliases, datetime.now(UTC))
+    con.close()
+    if outcome.status != "loaded":
+        raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
+    return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
+            "rows_quarantined": outcome.rows_quarantined, "gx_import_s": gx_import_s}
+
+
+def run(cfg: BenchConfig) -> list[Row]:
+    rows = []
+    for n in cfg.data_sizes:
+        path = cfg.work_dir / "prices" / f"skypilot_{n}.csv"
+        if not path.exists():
+            write_skypilot_prices(path, n)
+        result = run_step("prices:ingest", path=str(path), home=str(cfg.work_dir / "prices" / f"home-{n}"))
+        floor = run_step("floors:load_file", path=str(path), database=str(cfg.work_dir / "prices" / "floor.duckdb"))
+        rows.append(Row(
+            SECTION, "ingest_price_file vs read_csv", n, result["seconds"], floor["seconds"],
+            result["peak_mb"], floor["peak_mb"],
+            f"{result['rows_read']} offers ({result['rows_quarantined']} quarantined: no price); "
+            f"{path.stat().st_size / 1e6:.0f} MB",
+        ))
+    return rows

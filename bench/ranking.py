@@ -1,0 +1,132 @@
+"""4. Ranking and publish at scale: 10^5 current offers x 100 workloads (10^7 ranking rows) through the
+plain `publish_night` (rank every offer with the real champion model, build and swap the published
+database, top offers, chart) vs ONE DuckDB create-table-as-select of the same arithmetic (the floor,
+bench/sql/ranking_floor.sql).
+
+The champion is a real one, trained once (train_and_register on the bundled telemetry sample) in the
+benchmark's own GPUCOST_HOME; the offers are a generated SkyPilot catalog ingested with the pipeline."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import BenchConfig, Row, fresh_home, run_step, timed
+from bench.floors import floor_sql
+from bench.generate import skypilot_prices, workloads_toml, write_skypilot_prices
+from tasks.settings import DATA_DIR, config_dir
+
+SECTION = "4. ranking + publish"
+TELEMETRY_SAMPLE = DATA_DIR / "samples" / "telemetry" / "published_benchmarks.csv"
+
+
+def catalog_rows_for(offers: int) -> int:
+    """Catalog rows whose on-demand plus spot offers add up to at least `offers`."""
+    import polars as pl
+
+    frame = skypilot_prices(offers)  # at least one offer per row, so `offers` rows always suffice
+    per_row = 1 + (pl.col("SpotPrice").fill_null("").str.len_chars() > 0).cast(pl.Int64)
+    cumulative = frame.select(per_row.cum_sum())
+    return int(cumulative.to_series().search_sorted(offers)) + 1
+
+
+def write_config(target: Path, workloads: int) -> Path:
+    """A copy of the configuration folder with `workloads` generated workloads."""
+    from tasks.settings import load_config
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(config_dir(), target)
+    (target / "workloads.toml").write_text(workloads_toml(workloads, load_config("workloads")), encoding="utf-8")
+    return target
+
+
+def prepare(home: str, catalog: str, config: str) -> dict[str, Any]:
+    """Set-up step (not a figure): champion trained on the sample, the generated offers ingested."""
+    fresh_home(Path(home))
+    from tasks.features import refresh_feature_table
+    from tasks.model.training import read_training_features, train_and_register
+    from tasks.prices.ingest import PriceSource, ingest_price_file
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.telemetry.ingest import ingest_telemetry_file
+    from tasks.warehouse import connect
+
+    now = datetime.now(UTC)
+    con = connect()
+    load_reference_tables(con)
+    aliases = read_aliases()
+    ingest_telemetry_file(con, TELEMETRY_SAMPLE, aliases, now)
+    refresh_feature_table(con)
+    features = read_training_features(con)
+    ingest_price_file(con, PriceSource(Path(catalog), "aws", "skypilot"), aliases, now)
+    offers = con.execute("select count(*) from core.prices_current").fetchone()[0]
+    con.close()
+    with timed() as t:
+        outcome = train_and_register(features)
+    return {"offers": offers, "champion": outcome.version, "train_s": t["s"], "config": config}
+
+
+def publish(home: str, config: str) -> dict[str, Any]:
+    """Measured step: publish_night (rank + published database + top offers + chart), champion loaded first."""
+    import os
+
+    os.environ["GPUCOST_HOME"] = home
+    os.environ["GPUCOST_CONFIG_DIR"] = config
+    from tasks.model.predict import load_champion
+    from tasks.publishing.night import publish_night
+    from tasks.warehouse import connect
+
+    champion = load_champion()
+    if champion is None:
+        raise RuntimeError("no champion in the benchmark's MLflow store")
+    con = connect()
+    now = datetime.now(UTC)
+    with timed() as t:
+        outcome = publish_night(con, champion, now.date(), now)
+    con.close()
+    return {"seconds": t["s"], "rows": outcome.ranking.rows, "ranked": outcome.ranking.ranked,
+            "predictions": outcome.ranking.predictions, "publish_s": outcome.published.seconds,
+            "published_mb": outcome.published.size_bytes / 1e6}
+
+
+def floor(home: str, config: str, database: str) -> dict[str, Any]:
+    """Measured step: the floor CTAS over a copy of the same warehouse (the copy is not timed)."""
+    import os
+
+    os.environ["GPUCOST_CONFIG_DIR"] = config
+    from tasks.ranking.workloads import load_workloads
+    from tasks.warehouse import connect
+
+    shutil.copyfile(Path(home) / "warehouse.duckdb", database)
+    con = connect(Path(database))
+    con.execute("drop table if exists marts.gpu_cost_ranking_history")  # not needed by the floor: less to copy
+    workloads = load_workloads()
+    con.register("ranking_workloads", workloads)
+    with timed() as t:
+        con.execute(floor_sql("ranking_floor"))
+        con.execute("checkpoint")
+    rows = con.execute("select count(*) from floor_ranking").fetchone()[0]
+    con.close()
+    Path(database).unlink(missing_ok=True)
+    return {"seconds": t["s"], "rows": rows}
+
+
+def run(cfg: BenchConfig) -> list[Row]:
+    work = cfg.work_dir / "ranking"
+    work.mkdir(parents=True, exist_ok=True)
+    catalog = work / f"skypilot_offers_{cfg.rank_offers}.csv"
+    if not catalog.exists():
+        write_skypilot_prices(catalog, catalog_rows_for(cfg.rank_offers))
+    config = write_config(work / "config", cfg.rank_workloads)
+    home = work / "home"
+    setup = run_step("ranking:prepare", home=str(home), catalog=str(catalog), config=str(config))
+    result = run_step("ranking:publish", home=str(home), config=str(config))
+    low = run_step("ranking:floor", home=str(home), config=str(config), database=str(work / "floor.duckdb"))
+    offers = setup["offers"]
+    return [
+        Row(SECTION, f"publish_night vs one CTAS ({offers} offers x {cfg.rank_workloads} workloads)",
+            result["rows"], result["seconds"], low["seconds"], result["peak_mb"], low["peak_mb"],
+            f"{result['ranked']} ranked; {result['predictions']} champion predictions (v{setup['champion']}); "
+            f"of which building the published file {result['publish_s']:.1f} s ({result['published_mb']:.0f} MB)"),
+    ]

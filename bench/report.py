@@ -1,0 +1,65 @@
+"""The results table (markdown) and the targets of issue 6, judged from the rows of this run."""
+
+from __future__ import annotations
+
+from bench.common import BenchConfig, Row
+
+GB = 1024.0  # peak memory is in MiB
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _rows(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def markdown(rows: list[Row], header: str, verdicts: list[str]) -> str:
+    lines = [
+        "# gpucost benchmarks",
+        "",
+        header,
+        "",
+        "Pipeline = the plain pipeline function (set-up and one-off imports excluded); floor = DuckDB doing the",
+        "step's core in the same run (bench/sql/*.sql), or for the nightly the same steps without Prefect;",
+        "ratio = pipeline / floor; peak = the measuring process's peak resident memory (MiB).",
+        "",
+        "| section | case | rows | pipeline s | floor s | ratio | peak MiB | floor peak MiB | notes |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.section} | {r.case} | {_rows(r.rows)} | {_num(r.pipeline_s)} | {_num(r.floor_s)} | "
+            f"{_num(r.ratio, 1)} | {_num(r.peak_mb, 0)} | {_num(r.floor_peak_mb, 0)} | {r.note} |"
+        )
+    lines += ["", "## Targets", ""] + [f"- {v}" for v in verdicts]
+    return "\n".join(lines) + "\n"
+
+
+def _verdict(ok: bool) -> str:
+    return "MET" if ok else "MISSED"
+
+
+def targets(rows: list[Row], cfg: BenchConfig) -> list[str]:
+    out = []
+    top = max(cfg.data_sizes)
+    data = [r for r in rows if r.section.startswith(("1.", "2.")) and r.rows == top and r.ratio is not None]
+    if data:
+        worst = max(data, key=lambda r: r.ratio or 0)
+        out.append(f"{_verdict(all((r.ratio or 0) <= 2 for r in data))}: every data step within 2x of its DuckDB "
+                   f"floor at {top:,} rows (worst: {worst.case}, {worst.ratio:.1f}x)")
+        peak = max(data, key=lambda r: r.peak_mb or 0)
+        out.append(f"{_verdict(all((r.peak_mb or 0) < 2 * GB for r in data))}: peak memory under 2 GB at {top:,} "
+                   f"rows (highest: {peak.case}, {peak.peak_mb:.0f} MiB)")
+    ranking = [r for r in rows if r.section.startswith("4.") and r.pipeline_s is not None]
+    for r in ranking:
+        out.append(f"{_verdict(r.pipeline_s < 60 and (r.rows or 0) >= 10_000_000)}: 10^7 ranking rows published "
+                   f"in under a minute ({r.rows:,} rows in {r.pipeline_s:.1f} s)")
+    nightly = [r for r in rows if r.case.startswith("nightly, after the first start")]
+    for r in nightly:
+        out.append(f"{_verdict((r.pipeline_s or 1e9) < 60)}: nightly sample run under 60 s after the first start "
+                   f"({r.pipeline_s:.1f} s)")
+    if top < 1_000_000 or cfg.rank_offers * cfg.rank_workloads < 10_000_000:
+        out.append("(sizes reduced by environment: the targets are judged at the sizes run)")
+    return out

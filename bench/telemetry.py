@@ -1,0 +1,53 @@
+"""2. Telemetry ingest at scale: generated runs (10^4 .. 10^6, CSV and Parquet) through the plain
+`ingest_telemetry_file` (read, normalise, stage, validate, store by run_id) vs DuckDB's load of the file."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.generate import write_telemetry
+
+SECTION = "2. telemetry ingest"
+
+
+def ingest(path: str, home: str) -> dict[str, Any]:
+    """Measured step: one telemetry file into an empty warehouse (set-up and the GX import not timed)."""
+    fresh_home(Path(home))
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.telemetry.ingest import ingest_telemetry_file
+    from tasks.telemetry.normalise import load_vocabulary
+    from tasks.warehouse import connect
+
+    gx_import_s = warm_validation()
+    con = connect()
+    load_reference_tables(con)
+    aliases, vocabulary = read_aliases(), load_vocabulary()
+    with timed() as t:
+        outcome = ingest_telemetry_file(con, Path(path), aliases, datetime.now(UTC), vocabulary)
+    con.close()
+    if outcome.status != "loaded":
+        raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
+    return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
+            "rows_quarantined": outcome.rows_quarantined, "gx_import_s": gx_import_s}
+
+
+def run(cfg: BenchConfig) -> list[Row]:
+    rows = []
+    for fmt in ("csv", "parquet"):
+        for n in cfg.data_sizes:
+            path = cfg.work_dir / "telemetry" / f"runs_{n}.{fmt}"
+            if not path.exists():
+                write_telemetry(path, n)
+            result = run_step("telemetry:ingest", path=str(path), home=str(cfg.work_dir / "telemetry" / f"home-{n}"))
+            floor = run_step("floors:load_file", path=str(path),
+                             database=str(cfg.work_dir / "telemetry" / "floor.duckdb"))
+            rows.append(Row(
+                SECTION, f"ingest_telemetry_file ({fmt}) vs read_{fmt}", n, result["seconds"], floor["seconds"],
+                result["peak_mb"], floor["peak_mb"],
+                f"{result['rows_loaded']} loaded, {result['rows_quarantined']} quarantined (no num_gpus); "
+                f"{path.stat().st_size / 1e6:.0f} MB",
+            ))
+    return rows

@@ -1,0 +1,155 @@
+"""One small prepared state for the whole folder, built once per session from real sample files.
+
+`base`: prices A, B + the sample telemetry ingested, features built, a baseline-only model trained
+(MLflow version 1 = champion) and night FIRST_NIGHT published. For every step the crash tests interrupt,
+a reference state is built too: `base` + that step run uninterrupted (`after-prices`, `after-telemetry`,
+`after-train`, `after-publish`).
+
+MLflow stores absolute artifact paths, so every state lives at ONE path (`States.work`) while in use:
+`restore(name)` empties that folder and copies the snapshot back into it (tests run one at a time).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tasks.settings import PROJECT_ROOT
+from tests.reliability import driver
+from tests.reliability.helpers import published_checksums, warehouse_checksums
+
+BASELINE_ONLY = '''
+[[candidates]]
+name = "physics_baseline"
+kind = "constant_mfu"
+'''
+BASELINE_AND_RIDGE = BASELINE_ONLY + '''
+[[candidates]]
+name = "ridge"
+kind = "ridge"
+params = { alpha = 3.0 }
+'''
+
+
+def write_config(target: Path, candidates: str) -> Path:
+    """config/ with a small candidate list and a sources file naming only the base state's inputs."""
+    shutil.copytree(PROJECT_ROOT / "config", target)
+    text = (target / "models.toml").read_text(encoding="utf-8")
+    head = text[: text.index("[[candidates]]")].replace("n_repeats = 3", "n_repeats = 1")
+    (target / "models.toml").write_text(head + candidates, encoding="utf-8")
+    sources = [
+        f'[[prices]]\npath = "{driver.PRICES / name}"\nprovider = "{provider}"\nformat = "{fmt}"\n'
+        for name, provider, fmt in driver.BASE_PRICE_FILES
+    ]
+    sources.append(f'[[telemetry]]\npath = "{driver.TELEMETRY}"\n')
+    (target / "sources.toml").write_text("\n".join(sources), encoding="utf-8")
+    return target
+
+
+def second_telemetry_file(path: Path) -> Path:
+    """10 sample runs re-measured 10% faster (they replace the current records; history keeps the old ones)
+    and 5 new runs (copies of sample rows under new run_ids)."""
+    sample = pl.read_csv(driver.TELEMETRY, infer_schema=False)
+    faster = sample.head(10).with_columns(
+        (pl.col("tokens_per_sec_per_gpu").cast(pl.Float64) * 1.1).round(1).cast(pl.String)
+    )
+    new = sample.slice(10, 5).with_columns(pl.col("run_id") + "-rerun")
+    pl.concat([faster, new]).write_csv(path)
+    return path
+
+
+def close_mlflow_connections() -> None:
+    """MLflow keeps one SQLAlchemy engine per store URI for the life of the process; its pooled connections
+    would keep writing to the deleted file of the previous state (same path), so close them first."""
+    from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as RegistryStore
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore as TrackingStore
+
+    for engine in [*TrackingStore._engine_map.values(), *RegistryStore._engine_map.values()]:
+        engine.dispose()
+
+
+@dataclass
+class States:
+    work: Path                      # GPUCOST_HOME of whichever state is in use
+    snapshots: Path
+    base_config: Path               # baseline-only candidates: trained the base champion
+    config: Path                    # baseline + ridge: what the steps under test use
+    telemetry_file: Path            # the telemetry step's input
+    warehouse: dict[str, dict] = field(default_factory=dict)   # state -> warehouse checksums
+    published: dict[str, dict] = field(default_factory=dict)   # state -> published checksums
+    champion_predictions: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def restore(self, name: str) -> Path:
+        close_mlflow_connections()
+        shutil.rmtree(self.work, ignore_errors=True)
+        shutil.copytree(self.snapshots / name, self.work)
+        return self.work
+
+    def snapshot(self, name: str) -> None:
+        shutil.copytree(self.work, self.snapshots / name)
+        self.warehouse[name] = warehouse_checksums(self.work / "warehouse.duckdb")
+        self.published[name] = published_checksums(self.work / "published.duckdb")
+
+
+def champion_predictions(features: pl.DataFrame) -> pl.DataFrame:
+    from tasks.model.predict import load_champion
+
+    champion = load_champion()
+    assert champion is not None
+    return champion.predict(features).select("run_id", "predicted_tokens_per_sec_per_gpu", "predicted_low",
+                                             "predicted_high")
+
+
+def training_features() -> pl.DataFrame:
+    from tasks.model.training import read_training_features
+    from tasks.warehouse import warehouse
+
+    with warehouse(read_only=True) as con:
+        return read_training_features(con)
+
+
+@pytest.fixture(scope="session")
+def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
+    root = tmp_path_factory.mktemp("reliability")
+    s = States(work=root / "home", snapshots=root / "snapshots",
+               base_config=write_config(root / "base-config", BASELINE_ONLY),
+               config=write_config(root / "config", BASELINE_AND_RIDGE),
+               telemetry_file=second_telemetry_file(root / "telemetry_remeasured.csv"))
+    saved = {k: os.environ.get(k) for k in ("GPUCOST_HOME", "GPUCOST_CONFIG_DIR", "MLFLOW_TRACKING_URI")}
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    os.environ.update(GPUCOST_HOME=str(s.work), GPUCOST_CONFIG_DIR=str(s.base_config))
+    try:
+        driver.ingest_prices(driver.BASE_PRICE_FILES)
+        driver.ingest_telemetry(driver.TELEMETRY)
+        driver.train()
+        driver.publish(driver.FIRST_NIGHT)
+        s.snapshot("base")
+        s.champion_predictions["base"] = champion_predictions(training_features())
+        os.environ["GPUCOST_CONFIG_DIR"] = str(s.config)
+        for step in driver.CHECKPOINTS:
+            s.restore("base")
+            driver.run_step(step, s.telemetry_file)
+            s.snapshot(f"after-{step}")
+            if step == "train":
+                s.champion_predictions["after-train"] = champion_predictions(training_features())
+        yield s
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture
+def work_home(states: States, monkeypatch: pytest.MonkeyPatch) -> States:
+    """GPUCOST_HOME and GPUCOST_CONFIG_DIR point at the shared state folder (restore a snapshot into it)."""
+    monkeypatch.setenv("GPUCOST_HOME", str(states.work))
+    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(states.config))
+    return states

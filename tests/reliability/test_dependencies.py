@@ -1,0 +1,112 @@
+"""Dependencies failing: the MLflow store locked or unreachable, a registered model whose files are gone,
+a transient I/O error under a Prefect task."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.reliability import driver
+from tests.reliability.conftest import States
+from tests.reliability.helpers import PYTHON, start_child
+
+# Another MLflow writer in the middle of a long transaction: SQLite RESERVED lock (others may read, not write).
+LOCK_MLFLOW = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("begin immediate")
+print("LOCKED", flush=True)
+time.sleep(600)
+"""
+
+
+def test_nightly_keeps_the_champion_when_mlflow_is_locked_and_retries_a_transient_io_error(
+    prefect_harness, work_home: States, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One nightly run, two faults: the MLflow store is locked by another writer for the whole run (training
+    gives up after MLflow's 20 s SQLite busy timeout), and reading the first price file fails once with EIO."""
+    import tasks.prices.ingest as price_ingest
+    from flows.nightly import nightly
+
+    home = work_home.restore("base")
+    flaky = driver.PRICES / driver.BASE_PRICE_FILES[0][0]
+    real_sha = price_ingest.content_sha256
+    calls: list[Path] = []
+
+    def sha_failing_once(path: Path) -> str:
+        calls.append(Path(path))
+        if Path(path) == flaky and calls.count(flaky) == 1:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real_sha(path)
+
+    monkeypatch.setattr(price_ingest, "content_sha256", sha_failing_once)
+    locker = start_child([PYTHON, "-c", LOCK_MLFLOW, str(home / "mlflow" / "mlflow.db")], dict(os.environ),
+                         tmp_path / "locker.err")
+    try:
+        assert locker.stdout is not None and locker.stdout.readline().startswith("LOCKED")
+        steps = nightly()
+    finally:
+        locker.kill()
+        locker.wait(timeout=30)
+
+    # the EIO was retried by Prefect (2 reads of the file), and the file is the base state's: already ingested
+    assert calls.count(flaky) == 2
+    assert steps["ingest_prices"] == "completed" and steps["ingest_telemetry"] == "completed"
+    assert steps["train"].startswith("skipped (") and "database is locked" in steps["train"]
+    assert steps["train"].endswith("yesterday's champion model is kept and used")
+    assert steps["publish"].startswith("completed: ") and steps["publish"].endswith(", model 1")
+    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:  # the EIO left no quarantine
+        assert con.sql("select count(*) from quarantine.rejected_files").fetchall() == [(0,)]
+    with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
+        assert con.sql("select distinct model_version, publish_date from gpu_cost_ranking "
+                       "where rank_by_cost is not null").fetchall() == [("1", datetime.now(UTC).date())]
+
+
+
+def test_unreachable_mlflow_store_fails_training_clearly_and_publish_still_runs(
+    work_home: States, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks.model.predict import load_champion
+
+    home = work_home.restore("base")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the MLflow store's folder should be")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{blocker}/mlflow/mlflow.db")
+    with pytest.raises(OSError, match="not-a-folder"):
+        driver.train()
+    assert load_champion() is None  # nothing to load from a store that cannot exist; no exception
+    outcome = driver.publish(driver.NEXT_NIGHT)
+    # every offer is still published, none ranked, each saying why
+    assert outcome.ranking.ranked == 0 and outcome.ranking.rows > 0
+    assert any(r.startswith("no champion model in MLflow") for r in outcome.ranking.not_ranked_by_reason)
+    with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
+        assert con.sql("select count(*) from gpu_cost_ranking_history where publish_date = $d",
+                       params={"d": driver.FIRST_NIGHT}).fetchall()[0][0] > 0  # last night's rows are kept
+
+
+def test_champion_whose_model_files_are_gone_is_no_champion_and_says_why(work_home: States,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    from tasks.model.predict import load_champion
+
+    home = work_home.restore("base")
+    model_dirs = {p.parent for p in (home / "mlflow").rglob("MLmodel")}
+    assert model_dirs  # version 1's logged model
+    for folder in model_dirs:
+        shutil.rmtree(folder)
+    with caplog.at_level(logging.WARNING, logger="gpucost.predict"):
+        assert load_champion() is None
+    assert "champion of token-efficiency" in caplog.text and "cannot be loaded" in caplog.text
+    # the CLI says so too, and exits non-zero without a traceback
+    result = subprocess.run([str(Path(PYTHON).with_name("gpucost")), "predict", str(driver.TELEMETRY), "-o",
+                             str(home / "out.csv")], capture_output=True, text=True, timeout=120,
+                            env={**os.environ})
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "no `champion` version" in result.stderr

@@ -1,0 +1,77 @@
+"""The benchmark code must not rot: its generators at a tiny size, its growth-exponent fit, and every bench
+module importable. (Speed itself is measured by `make bench`, never here.)"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from bench.generate import (
+    SKYPILOT_TEMPLATE,
+    TELEMETRY_TEMPLATE,
+    skypilot_prices,
+    telemetry_runs,
+    workloads_toml,
+    write_skypilot_prices,
+    write_telemetry,
+)
+from bench.training import slope
+
+
+def test_skypilot_generator_scales_the_sample_to_distinct_offers(tmp_path: Path) -> None:
+    template = pl.read_csv(SKYPILOT_TEMPLATE, infer_schema=False)  # 494 rows, each a distinct offer
+    frame = skypilot_prices(1_000)
+    assert frame.height == 1_000
+    assert frame.columns == template.columns
+    # row 494 is the first row of replica 1: same instance, region and zone suffixed "-k1"
+    assert frame["InstanceType"][494] == template["InstanceType"][0]
+    assert frame["Region"][494] == template["Region"][0] + "-k1"
+    assert frame["AvailabilityZone"][494] == template["AvailabilityZone"][0] + "-k1"
+    assert frame["Region"][0] == template["Region"][0]  # replica 0 is the sample itself, re-priced
+    assert frame.select("InstanceType", "Region", "AvailabilityZone").n_unique() == 1_000
+    # prices move by at most 10%: 0.9 <= new / old <= 1.1 (4-decimal rounding allows 0.00005 / price more)
+    ratio = frame["Price"].cast(pl.Float64) / template["Price"].cast(pl.Float64)[pl.Series(range(1_000)) % 494]
+    assert ratio.min() >= 0.9 - 1e-3 and ratio.max() <= 1.1 + 1e-3
+    path = write_skypilot_prices(tmp_path / "sky.csv", 1_000)
+    assert pl.read_csv(path, infer_schema=False).height == 1_000
+    assert skypilot_prices(50).equals(skypilot_prices(50))  # fixed seed
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_telemetry_generator_writes_unique_runs(tmp_path: Path, suffix: str) -> None:
+    template = pl.read_csv(TELEMETRY_TEMPLATE, infer_schema_length=None)  # 336 runs
+    path = write_telemetry(tmp_path / f"runs{suffix}", 700)
+    frame = pl.read_parquet(path) if suffix == ".parquet" else pl.read_csv(path, infer_schema_length=None)
+    assert frame.height == 700
+    assert frame["run_id"].n_unique() == 700
+    assert frame["run_id"][336] == template["run_id"][0] + "-k1"  # row 336 = replica 1 of run 0
+    ratio = frame["tokens_per_sec_per_gpu"][:336] / template["tokens_per_sec_per_gpu"]
+    assert ratio.min() >= 0.9 - 1e-3 and ratio.max() <= 1.1 + 1e-3
+    assert telemetry_runs(10).equals(telemetry_runs(10))
+
+
+def test_generated_workloads_are_valid_toml_with_scaled_budgets() -> None:
+    base = {"workloads": [{"name": "a", "token_budget": 100, "providers": ["aws"], "spot_allowed": False},
+                          {"name": "b", "token_budget": 7, "description": 'say "hi"'}]}
+    parsed = tomllib.loads(workloads_toml(5, base))["workloads"]
+    assert [w["name"] for w in parsed] == ["a-b0", "b-b1", "a-b2", "b-b3", "a-b4"]
+    # copy k of a workload has budget x (1 + k): a-b2 is copy 1 of "a" -> 100 x 2; a-b4 copy 2 -> 300
+    assert [w["token_budget"] for w in parsed] == [100.0, 7.0, 200.0, 14.0, 300.0]
+    assert parsed[0]["providers"] == ["aws"] and parsed[0]["spot_allowed"] is False
+    assert parsed[1]["description"] == 'say "hi"'
+
+
+def test_growth_exponent_is_the_log_log_slope() -> None:
+    # 1 s at 1e3 rows, 100 s at 1e4 rows: time grows 100x for 10x rows -> exponent 2
+    assert slope([(1_000, 1.0), (10_000, 100.0)]) == pytest.approx(2.0)
+    assert slope([(1_000, 1.0)]) is None
+
+
+@pytest.mark.parametrize("module", ["common", "floors", "prices", "telemetry", "training", "ranking", "nightly",
+                                    "report", "worker", "__main__"])
+def test_bench_modules_import(module: str) -> None:
+    importlib.import_module(f"bench.{module}")
