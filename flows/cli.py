@@ -89,14 +89,63 @@ def run() -> None:
 @app.command()
 def train() -> None:
     """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
-    from flows.train import train as train_flow
+    import sqlalchemy.exc
+    from mlflow.exceptions import MlflowException
+
+    from tasks.model.tracking import connect_tracking, tracking_uri
     from tasks.model.training import NotEnoughTelemetryError
     from tasks.warehouse import WarehouseBusyError
 
+    uri = tracking_uri()
+    store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
+
+    def store_failed(error: BaseException) -> None:
+        cause = " ".join(str(error).split()) or type(error).__name__
+        fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
+             f"{cause[:400]}); the champion model is unchanged")
+
     try:
-        train_flow()
+        # before Prefect starts: an unreachable store is reported at once, in one line
+        connect_tracking(uri)
+    except store_failures as error:
+        store_failed(error)
+    from flows.train import train as train_flow
+
+    try:
+        with _tracebacks_dropped():
+            train_flow()
     except (NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
+    except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
+        store_failed(error)
+
+
+class _DropTraceback:
+    """Logging filter: keep a failed run's log line, drop its traceback (the command's last line says why)."""
+
+    def filter(self, record: object) -> bool:
+        record.exc_info = None  # type: ignore[attr-defined]
+        record.exc_text = None  # type: ignore[attr-defined]
+        return True
+
+
+class _tracebacks_dropped:
+    """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks."""
+
+    names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine")
+
+    def __enter__(self) -> None:
+        import logging
+
+        self.filter = _DropTraceback()
+        for name in self.names:
+            logging.getLogger(name).addFilter(self.filter)
+
+    def __exit__(self, *exc: object) -> None:
+        import logging
+
+        for name in self.names:
+            logging.getLogger(name).removeFilter(self.filter)
 
 
 @app.command()
@@ -173,7 +222,8 @@ def sql(
     table = Table(*columns, show_lines=False)
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    out.print(table)
+    # Piped or redirected output gets the table at its natural width instead of truncated cells.
+    (out if out.is_terminal else Console(width=100_000)).print(table)
     out.print(f"{len(rows)} row(s)", style="dim")
 
 

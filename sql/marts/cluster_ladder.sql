@@ -1,9 +1,13 @@
--- Cluster sizes to predict for each rankable candidate: the fewest instances that fit in memory,
+-- Cluster sizes to predict for each rankable candidate shape: the fewest instances that fit in memory,
 -- then every power of two above it, up to the workload's max_gpus (the deadline picks among them).
+-- The ladder depends only on the shape (workload, GPU, precision, GPUs per instance, fewest instances),
+-- never on the offer's price or place, so it is built once per shape, not once per offer.
 -- run_id names the (workload, GPU, cluster size, precision) the throughput model is asked about.
 create or replace temp table ranking_ladder as
-with rankable as (
-    select * from ranking_candidates where pre_reason is null
+with shapes as (
+    select distinct workload, gpu, run_precision, gpus_per_instance, min_instances, max_gpus
+    from ranking_candidates
+    where pre_reason is null
 ),
 
 powers as (
@@ -13,16 +17,12 @@ powers as (
 rungs as (
     select distinct
         workload,
-        provider,
-        region,
-        coalesce(zone, '') as zone_key,
-        instance_type,
-        pricing,
         gpu,
         run_precision,
         gpus_per_instance,
+        min_instances,
         greatest(min_instances, (2 ** k)::bigint) as instances
-    from rankable
+    from shapes
     cross join powers
     where greatest(min_instances, (2 ** k)::bigint) * gpus_per_instance <= max_gpus
 ),

@@ -4,16 +4,22 @@
 -- (provider -> preemptions per instance-hour). Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
 insert into marts.gpu_cost_ranking_history by name
 with candidates as (
-    select *, coalesce(zone, '') as zone_key from ranking_candidates
+    select *, coalesce(zone, '') as zone_key, row_number() over () as candidate_id from ranking_candidates
 ),
 
 rates as (
     select provider, interruption_rate_per_hour from ranking_interruption_rates
 ),
 
+workloads as (
+    select workload, token_budget, deadline_hours from ranking_workloads
+),
+
+-- Per candidate shape (cluster_ladder.sql): the same rungs, predictions and deadline for every offer of
+-- the shape, so the choice below is made once per shape and joined to its offers.
 rungs as (
     select
-        ladder.workload, ladder.provider, ladder.region, ladder.zone_key, ladder.instance_type, ladder.pricing,
+        ladder.workload, ladder.gpu, ladder.run_precision, ladder.gpus_per_instance, ladder.min_instances,
         ladder.instances,
         ladder.gpus,
         predictions.predicted_tokens_per_sec_per_gpu,
@@ -21,11 +27,11 @@ rungs as (
         predictions.predicted_high,
         predictions.model_version,
         coalesce(predictions.predicted_tokens_per_sec_per_gpu, 0) > 0 as has_prediction,
-        marts.hours_to_finish(candidates.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
+        marts.hours_to_finish(workloads.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
             as hours_to_finish,
-        candidates.deadline_hours
+        workloads.deadline_hours
     from ranking_ladder as ladder
-    join candidates using (workload, provider, region, zone_key, instance_type, pricing)
+    join workloads using (workload)
     left join ranking_predictions as predictions using (run_id)
 ),
 
@@ -33,7 +39,7 @@ judged as (
     select
         *,
         has_prediction and (deadline_hours is null or hours_to_finish <= deadline_hours) as feasible,
-        max(gpus) over (partition by workload, provider, region, zone_key, instance_type, pricing) as most_gpus
+        max(gpus) over (partition by workload, gpu, run_precision, gpus_per_instance, min_instances) as most_gpus
     from rungs
 ),
 
@@ -44,7 +50,7 @@ chosen as (
         select
             *,
             row_number() over (
-                partition by workload, provider, region, zone_key, instance_type, pricing
+                partition by workload, gpu, run_precision, gpus_per_instance, min_instances
                 order by feasible desc, case when feasible then instances end, hours_to_finish nulls last, instances
             ) as pick
         from judged
@@ -101,7 +107,12 @@ joined as (
         spot_spread.spot_history_observations,
         coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
     from candidates
-    left join chosen using (workload, provider, region, zone_key, instance_type, pricing)
+    left join chosen
+        on candidates.pre_reason is null
+        and chosen.workload = candidates.workload and chosen.gpu = candidates.gpu
+        and chosen.run_precision = candidates.run_precision
+        and chosen.gpus_per_instance = candidates.gpus_per_instance
+        and chosen.min_instances = candidates.min_instances
     left join rates on rates.provider = candidates.provider
     left join spot_spread
         on candidates.pricing = 'spot'
@@ -160,20 +171,27 @@ reasoned as (
     from costed
 ),
 
+-- Ranks over the ranked rows only, on a narrow projection (a window sorts every column it carries).
+ranks as (
+    select
+        candidate_id,
+        rank() over (partition by workload order by expected_total_usd, expected_hours) as rank_by_cost,
+        rank() over (partition by workload order by expected_hours, expected_total_usd) as rank_by_time
+    from reasoned
+    where not_ranked_reason is null
+),
+
 final as (
     select
-        *,
+        reasoned.*,
         $publish_date::date                         as publish_date,
         $published_at::timestamptz                  as published_at,
         min_gpus_for_memory is not null and min_instances * gpus_per_instance <= max_gpus as fits_in_memory,
         marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb,
-        case when not_ranked_reason is null then rank() over (
-            partition by workload, not_ranked_reason is null order by expected_total_usd, expected_hours) end
-            as rank_by_cost,
-        case when not_ranked_reason is null then rank() over (
-            partition by workload, not_ranked_reason is null order by expected_hours, expected_total_usd) end
-            as rank_by_time
+        ranks.rank_by_cost,
+        ranks.rank_by_time
     from reasoned
+    left join ranks using (candidate_id)
 )
 
 select
@@ -235,4 +253,6 @@ select
     source_file,
     source_line,
     gpu_spec_source
-from final;
+from final
+-- Written best first: the published gpu_cost_ranking copies a night in this order without sorting it again.
+order by workload, rank_by_cost nulls last, provider, region, instance_type, pricing;

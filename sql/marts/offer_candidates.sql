@@ -1,6 +1,8 @@
 -- Every current offer x every workload, with its memory fit and the first reason (if any) it cannot be
 -- ranked before throughput is predicted. `ranking_workloads` is registered by tasks/ranking/rank.py
--- (config/workloads.toml with the byte sizes of config/ranking.toml resolved). Formulas: 070 macros.
+-- (config/workloads.toml with the byte sizes of config/ranking.toml resolved; one batch of workloads at a
+-- time). $gpu_specs_file: the specs file config/settings.toml [reference] names. $publish_date and
+-- $max_price_age_days (config/ranking.toml [prices]) mark stale offers. Formulas: 070 macros.
 create or replace temp table ranking_candidates as
 with offers as (
     select * from core.prices_current
@@ -76,8 +78,12 @@ final as (
         state_bytes / 1e9 as model_state_gb,
         act_bytes / 1e9   as activation_gb_per_gpu,
         case
+            when observed_at::date < $publish_date::date - $max_price_age_days::integer then
+                format('stale price: last observed {} ({} days before this night; the limit is {} days, '
+                    || 'config/ranking.toml [prices])', observed_at::date,
+                    date_diff('day', observed_at::date, $publish_date::date), $max_price_age_days)
             when not has_spec then
-                format('no row for GPU {} in gpu_specs (data/reference/gpu_specs.csv): cannot size or predict', gpu)
+                format('no row for GPU {} in gpu_specs ({}): cannot size or predict', gpu, $gpu_specs_file)
             when gpus_per_instance < 1 then
                 format('partitioned GPU ({} of a {}): throughput is modelled for whole GPUs', gpus_per_instance, gpu)
             when providers is not null and not list_contains(providers, provider) then

@@ -16,9 +16,17 @@ from typing import Any
 
 import mlflow
 import polars as pl
+from mlflow.entities.model_registry import ModelVersion
 
 from tasks.model.serving import PREDICTION_COLUMNS, TokenEfficiencyModel
-from tasks.model.tracking import CHAMPION, REGISTERED_MODEL, connect_tracking, tracking_uri, version_by_alias
+from tasks.model.tracking import (
+    CHAMPION,
+    REGISTERED_MODEL,
+    connect_tracking,
+    tracking_uri,
+    version_by_alias,
+    was_champion,
+)
 
 log = logging.getLogger("gpucost.predict")
 
@@ -33,9 +41,15 @@ class NoChampionError(RuntimeError):
 
 @dataclass
 class Champion:
-    version: str
+    version: str                   # the version actually loaded (what predictions say in model_version)
     pyfunc: Any                    # mlflow.pyfunc.PyFuncModel
     model: TokenEfficiencyModel    # the unwrapped model (spec, intervals, seen GPUs)
+    alias_version: str = ""        # the version holding the `champion` alias (differs after a fallback)
+    fallback_reason: str | None = None  # why `version` is not the alias's version, when it is not
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.fallback_reason is not None
 
     @property
     def candidate(self) -> str:
@@ -61,24 +75,62 @@ class Champion:
         return features.with_columns(*columns, pl.lit(self.version).alias("model_version"))
 
 
+def _load_version(version: str) -> tuple[Any, TokenEfficiencyModel]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
+        pyfunc = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}/{version}")
+    return pyfunc, pyfunc.unwrap_python_model().model
+
+
+def fallback_order(versions: list[ModelVersion], broken: str) -> list[ModelVersion]:
+    """Versions to try instead of a champion that cannot load: those registered before it, former champions
+    first (tag `was_champion`, or promoted at registration), each group newest first."""
+    earlier = [v for v in versions if int(v.version) < int(broken)]
+    return sorted(earlier, key=lambda v: (not was_champion(v), -int(v.version)))
+
+
 def load_champion(tracking_uri_: str | None = None) -> Champion | None:
-    """The `champion` version, loaded; None when there is no store, no model, no alias, or it cannot load."""
+    """The `champion` version, loaded. When its files cannot be loaded, the newest earlier version that loads
+    (former champions first), with a warning naming both. None when there is no store, no model, no alias,
+    or nothing loads; never raises for any of those."""
     uri = tracking_uri(tracking_uri_)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return None  # never create a store just to find it empty
     try:
         tracking = connect_tracking(uri, create_experiment=False)
-        version = version_by_alias(tracking.client, CHAMPION)
-        if version is None:
-            return None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
-            pyfunc = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}/{version.version}")
-        model = pyfunc.unwrap_python_model().model
-    except Exception as error:  # noqa: BLE001 - contract: a champion that cannot be loaded is "no champion"
+        champion = version_by_alias(tracking.client, CHAMPION)
+    except Exception as error:  # noqa: BLE001 - contract: an unreadable registry is "no champion"
         log.warning("champion of %s at %s cannot be loaded: %s", REGISTERED_MODEL, uri, error)
         return None
-    return Champion(version=str(version.version), pyfunc=pyfunc, model=model)
+    if champion is None:
+        return None
+    broken = str(champion.version)
+    try:
+        pyfunc, model = _load_version(broken)
+        return Champion(version=broken, pyfunc=pyfunc, model=model, alias_version=broken)
+    except Exception as error:  # noqa: BLE001 - any failure to load is handled by falling back
+        first_error = error
+    try:
+        candidates = fallback_order(
+            list(tracking.client.search_model_versions(f"name = '{REGISTERED_MODEL}'")), broken)
+    except Exception as error:  # noqa: BLE001 - contract: never raise for a champion that cannot load
+        log.warning("champion of %s at %s cannot be loaded: v%s: %s; listing other versions failed: %s",
+                    REGISTERED_MODEL, uri, broken, first_error, error)
+        return None
+    for version in candidates:
+        try:
+            pyfunc, model = _load_version(str(version.version))
+        except Exception:  # noqa: BLE001 - try the next one
+            continue
+        kind = "former champion" if was_champion(version) else "newest earlier version that loads"
+        reason = (f"champion v{broken} of {REGISTERED_MODEL} cannot be loaded ({first_error}); "
+                  f"using v{version.version} ({kind}) instead")
+        log.warning("%s", reason)
+        return Champion(version=str(version.version), pyfunc=pyfunc, model=model, alias_version=broken,
+                        fallback_reason=reason)
+    log.warning("champion of %s at %s cannot be loaded: v%s: %s; no earlier version loads either",
+                REGISTERED_MODEL, uri, broken, first_error)
+    return None
 
 
 def read_rows(path: Path) -> pl.DataFrame:

@@ -24,6 +24,8 @@ TAG_SPEC = "candidate_spec"
 TAG_DIGEST = "data_digest"
 TAG_DECISION = "promotion_decision"
 TAG_REASON = "promotion_reason"
+TAG_WAS_CHAMPION = "was_champion"      # "true" once a version has held `champion` (fallback order)
+TAG_STATUS_NOTE = "status_note"        # why a version has no alias (e.g. left by an interrupted training)
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,9 @@ def version_by_alias(client: MlflowClient, alias: str) -> ModelVersion | None:
         if error.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE", "NOT_FOUND"):
             return None
         raise
+
+
+def was_champion(version: ModelVersion) -> bool:
+    """Has this version held `champion`? (Tagged at promotion; older versions: promoted at registration.)"""
+    tags = version.tags or {}
+    return tags.get(TAG_WAS_CHAMPION) == "true" or tags.get(TAG_DECISION) == CHAMPION

@@ -131,7 +131,10 @@ def ingest_price_file(
             raise AdapterError(f"{path.name}: the file is empty")
         result = adapter(path, context)
         records = conform(result.records)
-        staged = stage(con, normalise(records, aliases, str(path), sha, ingested_at))
+        # raw_values stay out of normalise/stage/validate; row key i = record i (normalise keeps the order)
+        raw = records.select("source_line", "provider", "raw_values").with_row_index(ROW_KEY)
+        staged = stage(con, normalise(records.drop("raw_values"), aliases, str(path), sha, ingested_at))
+        del records
     except Exception as error:  # noqa: BLE001 - any parse failure quarantines the file, the night goes on
         if is_transient(error):
             raise  # an I/O error is not the file's content: retried, never registered as quarantined
@@ -142,7 +145,9 @@ def ingest_price_file(
 
     failures = find_failures(staged, DATASET, ROW_KEY, validation_parameters())
     reasons = combine_rejections(staged, failures)
-    rejected = staged.join(reasons, on=ROW_KEY, how="inner")
+    rejected = staged.join(reasons, on=ROW_KEY, how="inner").join(
+        raw.select(ROW_KEY, "raw_values"), on=ROW_KEY, how="left", maintain_order="left"
+    )
     accepted = staged.join(reasons, on=ROW_KEY, how="anti")
 
     outcome.rows_read = staged.height
@@ -157,8 +162,9 @@ def ingest_price_file(
         outcome.notes.append(f"unknown GPU names: {', '.join(unknown)}")
 
     with transaction(con):
-        with registered(con, "staged_prices", staged):
-            execute(con, "prices/insert_raw_records", {"format": source.format})
+        with registered(con, "raw_prices", raw.drop(ROW_KEY)):
+            execute(con, "prices/insert_raw_records",
+                    {"format": source.format, "content_sha256": sha, "source_file": str(path)})
         with registered(con, "accepted_prices", accepted):
             execute(con, "prices/insert_observations")
         quarantine_rows(con, DATASET, rejected, ingested_at)

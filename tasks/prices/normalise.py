@@ -37,7 +37,6 @@ STAGED_COLUMNS = (
     "source_line",
     "content_sha256",
     "ingested_at",
-    "raw_values",
     "rejected_reason",
 )
 
@@ -78,7 +77,10 @@ def normalise(
     ingested_at: datetime,
     overrides: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Adapter records -> staged rows (STAGED_COLUMNS plus a row key for validation)."""
+    """Adapter records -> staged rows (STAGED_COLUMNS plus a row key for validation), one per record in
+    the records' order (row key i = record i). The records' raw_values are not carried: the caller keeps
+    them aside and joins them back by row key where they are stored (10^6 JSON texts through every frame
+    cost several GB)."""
     overrides = read_overrides() if overrides is None else overrides
     resolved = resolve_gpu(records, "gpu_name", aliases)
     resolved = apply_instance_overrides(resolved, overrides)

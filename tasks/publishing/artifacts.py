@@ -21,14 +21,28 @@ def top_offers(con: duckdb.DuckDBPyConnection, publish_date: date, top: int) -> 
 
 def pareto_front(points: pl.DataFrame, x: str = "expected_hours", y: str = "usd_per_mtoken") -> pl.Series:
     """True for rows no other row beats on both x and y (lower is better on both); per frame, so
-    call it per workload. Ties on x keep the cheapest only."""
-    order = points.with_row_index("_row").sort([x, y])
-    best = float("inf")
-    front: dict[int, bool] = {}
-    for row, value in zip(order["_row"], order[y], strict=True):
-        front[row] = value < best
-        best = min(best, value)
-    return pl.Series("on_pareto_front", [front[i] for i in range(points.height)])
+    call it per workload. Ties on x keep the cheapest only. Vectorised: in (x, y) order a row is on
+    the front when its y is below the smallest y of every row before it."""
+    best_before = pl.col(y).cum_min().shift(1, fill_value=float("inf"))
+    flagged = (
+        points.select(x, y)
+        .with_row_index("_row")
+        .sort([x, y])
+        .with_columns(on_pareto_front=pl.col(y) < best_before)
+        .sort("_row")
+    )
+    return flagged["on_pareto_front"]
+
+
+# Offers behind the front are drawn as a cloud; points closer than this (in log10 units, on both axes)
+# than one already drawn would land on the same pixel of the 110 dpi chart, so one of each is drawn.
+CLOUD_LOG10_RESOLUTION = 1e-3
+
+
+def thin_cloud(points: pl.DataFrame, x: str = "expected_hours", y: str = "usd_per_mtoken") -> pl.DataFrame:
+    """One point per (log10 x, log10 y) cell of CLOUD_LOG10_RESOLUTION: the same picture, far fewer markers."""
+    cell = [(pl.col(c).log10() / CLOUD_LOG10_RESOLUTION).round(0).alias(f"_{c}_cell") for c in (x, y)]
+    return points.with_columns(cell).unique([f"_{x}_cell", f"_{y}_cell"], keep="first", maintain_order=True)
 
 
 def write_chart(points: pl.DataFrame, path: Path, title: str) -> Path | None:
@@ -45,7 +59,7 @@ def write_chart(points: pl.DataFrame, path: Path, title: str) -> Path | None:
     for ax, workload in zip(axes[0], workloads, strict=True):
         panel = points.filter(pl.col("workload") == workload)
         panel = panel.with_columns(pareto_front(panel))
-        rest, front = panel.filter(~pl.col("on_pareto_front")), panel.filter(pl.col("on_pareto_front"))
+        rest, front = thin_cloud(panel.filter(~pl.col("on_pareto_front"))), panel.filter(pl.col("on_pareto_front"))
         ax.scatter(rest["expected_hours"], rest["usd_per_mtoken"], s=8, alpha=0.35, label="offers")
         ax.plot(front["expected_hours"], front["usd_per_mtoken"], "o-", color="crimson", ms=4, label="Pareto front")
         for row in front.head(6).iter_rows(named=True):

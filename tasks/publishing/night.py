@@ -3,9 +3,12 @@ summary. The `publish` flow (flows/publish.py) wraps it; tests call it directly.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -16,7 +19,7 @@ from tasks.publishing.model_versions import read_model_versions
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import load_reference_tables
 from tasks.settings import load_config, paths
-from tasks.warehouse import query
+from tasks.warehouse import execute, query
 
 
 @dataclass
@@ -34,6 +37,26 @@ def chart_path(published: Path) -> Path:
     return published.with_name("gpu_cost_ranking.png")
 
 
+@contextmanager
+def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: dict[str, Any]) -> Iterator[None]:
+    """Cap DuckDB's memory for the block (config/ranking.toml [compute]) with a spill folder in GPUCOST_HOME,
+    so 10^7 ranking rows spill to disk instead of exhausting RAM; the memory cap is restored afterwards
+    (the spill folder stays: DuckDB does not allow switching it once used)."""
+    memory_limit, temp_directory = query(con, "publish/duckdb_limits").fetchall()[0]
+    spill = paths().home / str(compute["temp_directory"])
+    if temp_directory != str(spill):
+        spill.mkdir(parents=True, exist_ok=True)
+        try:
+            execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
+        except duckdb.Error:
+            pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
+    execute(con, "publish/set_memory_limit", {"memory_limit": str(compute["memory_limit"])})
+    try:
+        yield
+    finally:
+        execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})
+
+
 def publish_night(
     con: duckdb.DuckDBPyConnection,
     champion: ThroughputModel | None,
@@ -45,12 +68,13 @@ def publish_night(
     target = target or paths().published
     config = load_config("ranking")
     load_reference_tables(con)
-    ranking = rank_offers(con, champion, publish_date, published_at, config=config)
     versions, note = read_model_versions(tracking_uri or paths().mlflow_tracking_uri)
     notes = [note] if note else []
-    published = build_published(con, target, versions, int(config["spot"]["history_window_days"]))
-    top = top_offers(con, publish_date, int(config["publish"]["top_offers_per_workload"]))
-    points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
+    with duckdb_limits(con, config["compute"]):
+        ranking = rank_offers(con, champion, publish_date, published_at, config=config)
+        published = build_published(con, target, versions, int(config["spot"]["history_window_days"]))
+        top = top_offers(con, publish_date, int(config["publish"]["top_offers_per_workload"]))
+        points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")

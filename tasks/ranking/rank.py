@@ -23,7 +23,13 @@ PREDICTION_SCHEMA: dict[str, pl.DataType] = {
     "model_version": pl.String(),
 }
 
-NO_CHAMPION_REASON = "no champion model in MLflow (run `gpucost train`): throughput cannot be predicted"
+# Neutral on purpose: load_champion returns None both when no champion is registered and when one exists
+# but cannot be loaded (its log says which); the ranking cannot tell the two apart. No colon before the
+# last one: the night's summary groups reasons by their first clause (sql/marts/ranking_night_summary.sql).
+NO_CHAMPION_REASON = (
+    "no loadable champion model in MLflow (none registered, or it failed to load, see the log; "
+    "`gpucost train` registers one): throughput cannot be predicted"
+)
 
 
 class ThroughputModel(Protocol):
@@ -58,12 +64,25 @@ def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: T
     )
 
 
+def gpu_specs_file() -> str:
+    """The GPU specs file as config/settings.toml [reference] names it (for the "no spec row" reason)."""
+    return str(load_config("settings")["reference"]["gpu_specs"])
+
+
 def interruption_rates(config: dict[str, Any]) -> pl.DataFrame:
     rates = {k: v for k, v in config["spot"]["interruption_rate_per_hour"].items() if k != "default"}
     return pl.DataFrame(
         {"provider": list(rates), "interruption_rate_per_hour": [float(v) for v in rates.values()]},
         schema={"provider": pl.String(), "interruption_rate_per_hour": pl.Float64()},
     )
+
+
+def workload_batches(workloads: pl.DataFrame, offers: int, rows_per_batch: int) -> list[pl.DataFrame]:
+    """Workloads in name order, in batches of about `rows_per_batch` workload x offer rows (at least one
+    workload each): every step's intermediate tables then hold one batch, whatever the number of offers."""
+    ordered = workloads.sort("workload")
+    per_batch = max(1, rows_per_batch // max(offers, 1))
+    return [ordered.slice(i, per_batch) for i in range(0, ordered.height, per_batch)] or [ordered]
 
 
 def rank_offers(
@@ -74,19 +93,16 @@ def rank_offers(
     workloads: pl.DataFrame | None = None,
     config: dict[str, Any] | None = None,
 ) -> RankingResult:
-    """Write the night's rows into marts.gpu_cost_ranking_history (replacing that date's) and summarise."""
+    """Write the night's rows into marts.gpu_cost_ranking_history (replacing that date's) and summarise.
+
+    Ranks are per workload, so workloads are ranked in batches (config/ranking.toml [compute]) and the
+    night is written in one transaction: readers see all of it or none of it."""
     config = config if config is not None else load_config("ranking")
     workloads = workloads if workloads is not None else load_workloads(ranking=config)
     result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
     if champion is None:
         result.messages.append(NO_CHAMPION_REASON + "; prices and specs are still published.")
     spot, energy = config["spot"], config["energy"]
-    with registered(con, "ranking_workloads", workloads):
-        execute(con, "marts/offer_candidates")
-        execute(con, "marts/cluster_ladder")
-        runs = query(con, "marts/prediction_runs").pl()
-    predictions = predict_runs(con, runs, champion)
-    result.predictions = predictions.height
     params = {
         "publish_date": publish_date,
         "published_at": published_at,
@@ -100,12 +116,26 @@ def rank_offers(
         "cloud_pue": float(energy["cloud_pue"]),
         "owned_pue": float(energy["owned_pue"]),
     }
-    with registered(con, "ranking_predictions", predictions), registered(
-        con, "ranking_interruption_rates", interruption_rates(config)
-    ):
-        with transaction(con):
-            execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
-            execute(con, "marts/insert_ranking", params)
+    candidate_params = {
+        "gpu_specs_file": gpu_specs_file(),
+        "publish_date": publish_date,
+        "max_price_age_days": int(config["prices"]["max_price_age_days"]),
+    }
+    offers = query(con, "marts/current_offer_count").fetchall()[0][0]
+    batches = workload_batches(workloads, offers, int(config["compute"]["rows_per_batch"]))
+    with registered(con, "ranking_interruption_rates", interruption_rates(config)), transaction(con):
+        execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
+        for batch in batches:
+            with registered(con, "ranking_workloads", batch):
+                execute(con, "marts/offer_candidates", candidate_params)
+                execute(con, "marts/cluster_ladder")
+                runs = query(con, "marts/prediction_runs").pl()
+                predictions = predict_runs(con, runs, champion)
+                result.predictions += predictions.height
+                with registered(con, "ranking_predictions", predictions):
+                    execute(con, "marts/insert_ranking", params)
+        con.execute("drop table if exists ranking_candidates")
+        con.execute("drop table if exists ranking_ladder")
     night = query(con, "marts/ranking_night_summary", {"publish_date": publish_date}).fetchall()
     for reason, count in night:
         result.rows += count

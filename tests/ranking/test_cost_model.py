@@ -190,3 +190,25 @@ def test_workload_config_errors_name_the_workload(ranking_config):
     bad = {"workloads": [dict(SMALL["workloads"][0], optimizer="lion")]}
     with pytest.raises(WorkloadConfigError, match="tiny-sft: optimizer lion"):
         load_workloads(bad, ranking_config)
+
+
+def test_a_stale_offer_is_kept_with_a_reason_not_ranked(aws_prices, ranking_config):
+    # The fixture's prices were observed on 2026-01-05. With a 180-day limit, the night of 2026-07-03
+    # (179 days later) still ranks them; the night of 2026-07-05 (181 days later) ranks none of them.
+    ranking_config["prices"]["max_price_age_days"] = 180
+    champion = FixedThroughput()
+    workloads = load_workloads(SMALL, ranking_config)
+    fresh, stale = date(2026, 7, 3), date(2026, 7, 5)
+    for night in (fresh, stale):
+        rank_offers(aws_prices, champion, night, AT, workloads=workloads, config=ranking_config)
+    counts = dict(aws_prices.sql(
+        "select publish_date, count(*) filter (where not_ranked_reason like 'stale price:%') "
+        "from marts.gpu_cost_ranking_history group by 1"
+    ).fetchall())
+    total = aws_prices.sql("select count(*) from core.prices_current").fetchall()[0][0]
+    assert counts == {fresh: 0, stale: total}
+    reason = aws_prices.sql(
+        "select any_value(not_ranked_reason) from marts.gpu_cost_ranking_history where publish_date = $d",
+        params={"d": stale},
+    ).fetchall()[0][0]
+    assert reason.startswith("stale price: last observed 2026-01-05 (181 days before this night")

@@ -91,7 +91,8 @@ def test_a_gpu_without_specs_is_reported_not_ranked(work_home: States, tmp_path:
 
     outcome = driver.publish(driver.NEXT_NIGHT)
 
-    reason = "no row for GPU A10 in gpu_specs (data/reference/gpu_specs.csv): cannot size or predict"
+    # the reason names the specs file the configuration points at, not the shipped default
+    reason = f"no row for GPU A10 in gpu_specs ({tmp_path / 'gpu_specs_without_a10.csv'}): cannot size or predict"
     with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
         a10 = con.sql("select count(*), count(rank_by_cost), list(distinct not_ranked_reason) "
                       "from gpu_cost_ranking where gpu = 'A10'").fetchall()[0]

@@ -15,7 +15,7 @@ import duckdb
 import pytest
 
 from tests.reliability import driver
-from tests.reliability.conftest import States
+from tests.reliability.conftest import States, training_features
 from tests.reliability.helpers import PYTHON, start_child
 
 # Another MLflow writer in the middle of a long transaction: SQLite RESERVED lock (others may read, not write).
@@ -86,24 +86,45 @@ def test_unreachable_mlflow_store_fails_training_clearly_and_publish_still_runs(
     outcome = driver.publish(driver.NEXT_NIGHT)
     # every offer is still published, none ranked, each saying why
     assert outcome.ranking.ranked == 0 and outcome.ranking.rows > 0
-    assert any(r.startswith("no champion model in MLflow") for r in outcome.ranking.not_ranked_by_reason)
+    assert any(r.startswith("no loadable champion model in MLflow") for r in outcome.ranking.not_ranked_by_reason)
     with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
         assert con.sql("select count(*) from gpu_cost_ranking_history where publish_date = $d",
                        params={"d": driver.FIRST_NIGHT}).fetchall()[0][0] > 0  # last night's rows are kept
 
 
-def test_champion_whose_model_files_are_gone_is_no_champion_and_says_why(work_home: States,
-                                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_champion_whose_model_files_are_gone_falls_back_to_the_former_champion_and_says_why(
+    work_home: States, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from tasks.model.predict import load_champion
+    from tasks.model.tracking import CHAMPION, REGISTERED_MODEL, connect_tracking
 
     home = work_home.restore("base")
-    model_dirs = {p.parent for p in (home / "mlflow").rglob("MLmodel")}
-    assert model_dirs  # version 1's logged model
-    for folder in model_dirs:
-        shutil.rmtree(folder)
+    (model_dir,) = {p.parent for p in (home / "mlflow").rglob("MLmodel")}  # version 1's logged model
+    # version 2: a copy of version 1's files registered from another folder and promoted to champion
+    client = connect_tracking(create_experiment=False).client
+    copy = shutil.copytree(model_dir, tmp_path / "version-2")
+    version_2 = client.create_model_version(REGISTERED_MODEL, source=str(copy))
+    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION, version_2.version)
+    loaded = load_champion()
+    assert loaded is not None and (loaded.version, loaded.alias_version) == ("2", "2") and not loaded.is_fallback
+
+    shutil.rmtree(copy)  # version 2's files are gone
+    with caplog.at_level(logging.WARNING, logger="gpucost.predict"):
+        fallback = load_champion()
+    # version 1 was champion before (promoted by the base state's training) and still loads: it is used, and
+    # predictions say so (model_version is the version that produced them, not the alias's)
+    assert fallback is not None and (fallback.version, fallback.alias_version) == ("1", "2")
+    assert "champion v2 of token-efficiency cannot be loaded" in caplog.text
+    assert "using v1 (former champion) instead" in caplog.text
+    assert fallback.fallback_reason is not None and "v2" in fallback.fallback_reason
+    assert fallback.predict(training_features().head(2))["model_version"].to_list() == ["1", "1"]
+
+    # no version loads at all: no champion (None, a warning, never an exception)
+    shutil.rmtree(model_dir)
+    caplog.clear()
     with caplog.at_level(logging.WARNING, logger="gpucost.predict"):
         assert load_champion() is None
-    assert "champion of token-efficiency" in caplog.text and "cannot be loaded" in caplog.text
+    assert "cannot be loaded" in caplog.text and "no earlier version loads either" in caplog.text
     # the CLI says so too, and exits non-zero without a traceback
     result = subprocess.run([str(Path(PYTHON).with_name("gpucost")), "predict", str(driver.TELEMETRY), "-o",
                              str(home / "out.csv")], capture_output=True, text=True, timeout=120,

@@ -85,6 +85,15 @@ def require_columns(frame: pl.DataFrame, required: Iterable[str], path: Path, wh
         raise AdapterError(f"{path.name}: not {what}: missing column(s) {', '.join(missing)}")
 
 
+def classify(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFrame:
+    """Add `skip_reason` (null = in scope): the label of the first rule (label, broken) each record breaks;
+    a rule that cannot be evaluated (null) counts as broken."""
+    reason: pl.Expr = pl.lit(None, pl.String)
+    for label, broken in reversed(rules):
+        reason = pl.when(broken.fill_null(True)).then(pl.lit(label)).otherwise(reason)
+    return frame.with_columns(skip_reason=reason)
+
+
 def reference_table(file_name: str) -> pl.DataFrame:
     """A shipped reference table from data/reference (all columns as text; cast where used)."""
     from tasks.settings import REFERENCE_DIR

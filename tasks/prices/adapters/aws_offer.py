@@ -29,6 +29,7 @@ from tasks.prices.adapters import (
     AdapterContext,
     AdapterError,
     AdapterResult,
+    classify,
     conform,
     read_csv_text,
     read_json,
@@ -154,14 +155,6 @@ def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
     return frame, _publication_date(offer.get("publicationDate"))
 
 
-def classify(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add `skip_reason` (null = in scope) by the first rule each record breaks."""
-    reason: pl.Expr = pl.lit(None, pl.String)
-    for label, broken in reversed(skip_rules()):
-        reason = pl.when(broken.fill_null(True)).then(pl.lit(label)).otherwise(reason)
-    return frame.with_columns(skip_reason=reason)
-
-
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
     if path.suffix.lower() == ".json":
         frame, published = read_offer_json(path)
@@ -171,7 +164,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     shapes = reference_table("aws_instance_gpus.csv").select(
         "instance_type", gpu_name_ref="gpu_name", gpu_count_ref="gpu_count", gpu_memory_gb="gpu_memory_gb"
     )
-    frame = classify(frame).join(shapes, on="instance_type", how="left")
+    frame = classify(frame, skip_rules()).join(shapes, on="instance_type", how="left")
     attribute_gpus = pl.col("gpu_attribute").cast(pl.Float64, strict=False)
     frame = frame.with_columns(
         skip_reason=pl.when(

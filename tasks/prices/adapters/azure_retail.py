@@ -29,6 +29,7 @@ from tasks.prices.adapters import (
     AdapterContext,
     AdapterError,
     AdapterResult,
+    classify,
     conform,
     read_csv_text,
     read_json,
@@ -107,16 +108,9 @@ def read_items_csv(path: Path) -> pl.DataFrame:
     )
 
 
-def classify(frame: pl.DataFrame) -> pl.DataFrame:
-    reason: pl.Expr = pl.lit(None, pl.String)
-    for label, broken in reversed(skip_rules()):
-        reason = pl.when(broken.fill_null(True)).then(pl.lit(label)).otherwise(reason)
-    return frame.with_columns(skip_reason=reason)
-
-
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
     frame = read_items_json(path) if path.suffix.lower() == ".json" else read_items_csv(path)
-    frame = classify(frame)
+    frame = classify(frame, skip_rules())
     counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len()
     skipped = dict(zip(counts["skip_reason"].to_list(), counts["len"].to_list(), strict=True))
 
