@@ -1,12 +1,19 @@
 -- What each accepted record does to core.telemetry_runs (`accepted_runs` registered by
--- tasks/telemetry/ingest.py, one row per run_id):
+-- tasks/telemetry/ingest.py, one row per run_id), kept in DuckDB as the temporary table `classified_runs`
+-- that the next statements read (no round trip through Python; dropped by drop_classified_runs.sql):
 --   new       - no current record of the run
 --   unchanged - the current record has the same values (record_hash): nothing to do
 --   newer     - replaces the current record, which moves to history. Newer = later recorded_at; when
 --               either record has no recorded_at (or they are equal), the later ingest (this one) wins.
 --   older     - recorded before the current record: kept in history only
+create or replace temporary table classified_runs as
 with incoming as (
-    select * from accepted_runs
+    select
+        *,
+        $source_file as source_file,
+        $sha as content_sha256,
+        $ingested_at::timestamptz as ingested_at   -- UTC
+    from accepted_runs
 ),
 
 current_runs as (

@@ -1,4 +1,5 @@
--- Normalised telemetry rows joined to the GPU specs, with the columns the telemetry suite checks.
+-- The columns the telemetry suite checks, per normalised run (by _row_id), from the GPU specs: only the added
+-- columns are returned (tasks/telemetry/ingest.py::stage joins them to the run, which it already holds).
 -- `normalised_runs` is registered by tasks/telemetry/ingest.py. Formulas: sql/ddl/041_flops_macros.sql.
 with runs as (
     select * from normalised_runs
@@ -22,7 +23,8 @@ peaks as (
 
 final as (
     select
-        *,
+        _row_id,
+        peak_tflops,
         case when gpu is null then gpu_name end                 as unknown_gpu,
         case when gpu is not null and not gpu_has_specs then gpu end as gpu_without_specs,
         case when precision is null then precision_name end     as unknown_precision,

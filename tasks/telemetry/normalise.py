@@ -12,6 +12,7 @@ they become null and are named in `unparsed_fields` (the ingest quarantines such
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,7 +51,7 @@ def load_vocabulary() -> dict[str, dict[str, Any]]:
 def _text(frame: pl.DataFrame, column: str) -> pl.Series:
     """The column as trimmed text (null where absent or empty)."""
     if column not in frame.columns:
-        return pl.Series(column, [None] * frame.height, dtype=pl.String)
+        return pl.repeat(None, frame.height, dtype=pl.String, eager=True).rename(column)
     series = frame[column]
     if series.dtype == pl.Boolean:
         series = series.cast(pl.String)
@@ -60,9 +61,19 @@ def _text(frame: pl.DataFrame, column: str) -> pl.Series:
     return series.set(series == "", None) if series.len() else series  # type: ignore[arg-type]
 
 
+def _per_distinct(text: pl.Series, convert: Callable[[str], Any], dtype: pl.DataType) -> pl.Series:
+    """`convert` applied to each distinct non-null text once (spellings repeat), mapped back to every row."""
+    distinct = text.drop_nulls().unique()
+    mapping = pl.DataFrame(
+        {"text": distinct, "value": pl.Series([convert(t) for t in distinct.to_list()], dtype=dtype)},
+        schema={"text": pl.String, "value": dtype},
+    )
+    values = pl.DataFrame({"text": text.cast(pl.String)}).join(mapping, on="text", how="left", maintain_order="left")
+    return values["value"].rename(text.name)
+
+
 def _lookup(text: pl.Series, table: dict[str, Any], dtype: pl.DataType) -> pl.Series:
-    values = [None if t is None else table.get(spelling_key(t)) for t in text.to_list()]
-    return pl.Series(text.name, values, dtype=dtype)
+    return _per_distinct(text, lambda t: table.get(spelling_key(t)), dtype)
 
 
 def _timestamp(value: str | None) -> datetime | None:
@@ -90,7 +101,7 @@ def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, di
     if kind == "bool":
         return _lookup(text, vocabulary["boolean"], pl.Boolean())
     if kind == "timestamp":
-        return pl.Series(column, [_timestamp(v) for v in text.to_list()], dtype=pl.Datetime("us", "UTC"))
+        return _per_distinct(text, _timestamp, pl.Datetime("us", "UTC"))
     raise ValueError(f"unknown column kind {kind!r}")
 
 
@@ -117,9 +128,12 @@ def normalise_runs(
         if kind in ("float", "int", "bool", "timestamp"):
             text = _text(frame, column)
             failed = text.is_not_null() & values.is_null()
-            unparsed.append(
-                pl.Series(column, [f"{column}={t!r}" if bad else None for t, bad in zip(text, failed, strict=True)])
-            )
+            # named with the value as Python's repr shows it; only the failing rows (few) are formatted
+            index = failed.arg_true()
+            named = pl.repeat(None, frame.height, dtype=pl.String, eager=True).rename(column)
+            if index.len():
+                named = named.scatter(index, [f"{column}={t!r}" for t in text.gather(index).to_list()])
+            unparsed.append(named)
 
     lookup = _canonical_gpus(aliases)
     gpu_names = parsed["gpu"]

@@ -35,6 +35,10 @@ def file_format(path: Path) -> str:
     return fmt
 
 
+# Characters str.strip() removes (Python's whitespace, a little wider than Unicode's White_Space)
+PY_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -51,7 +55,8 @@ def _frame(columns: list[str], records: list[dict[str, Any]], lines: list[int], 
     return pl.DataFrame(data, schema=schema)
 
 
-def _read_csv(path: Path) -> pl.DataFrame:
+def _read_csv_rowwise(path: Path) -> pl.DataFrame:
+    """The general CSV reader (quoted fields, lone CR line ends, huge fields): Python's csv module."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
@@ -95,14 +100,111 @@ def _read_jsonl(path: Path) -> pl.DataFrame:
     return _frame(list(columns), records, lines, raw)
 
 
+def _read_csv(path: Path) -> pl.DataFrame:
+    """CSV as text columns. A file without quotes (the common case) is split by polars, vectorised, with the
+    same rules as the row-wise reader; anything else goes through Python's csv module."""
+    text = path.read_bytes().decode("utf-8-sig")  # a file that is not UTF-8 is unreadable, as in the row-wise read
+    if '"' in text or text.count("\r") != text.count("\r\n"):
+        del text
+        return _read_csv_rowwise(path)
+    crlf = "\r" in text
+    lines = pl.Series("line", [text])
+    del text
+    lines = lines.str.split("\n").explode()
+    if crlf:
+        lines = lines.str.strip_suffix("\r")
+    if lines.len() > 0 and lines.str.len_chars().max() > csv.field_size_limit():  # type: ignore[operator]
+        return _read_csv_rowwise(path)  # a field may exceed the csv module's limit: let it say so
+    header_line = lines[0]
+    if not header_line:
+        raise TelemetryFileError("empty CSV file: no header line")
+    header = [h.strip() for h in header_line.split(",")]
+    body = pl.DataFrame({"line": lines.slice(1)}).with_columns(
+        (pl.int_range(pl.len(), dtype=pl.Int64) + 2).alias(SOURCE_LINE),
+        pl.col("line").str.count_matches(",", literal=True).cast(pl.Int64).add(1).alias("fields"),
+    )
+    del lines
+    # a row whose every cell is blank is skipped (csv.reader + cell.strip(), i.e. Python's whitespace)
+    filled = body.select(pl.col("line").str.replace_all(",", "", literal=True).str.strip_chars(PY_WHITESPACE) != "")
+    if not filled.to_series().all():
+        body = body.filter(filled.to_series())
+    del filled
+    ragged = body.filter(pl.col("fields") != len(header)).head(1)
+    if ragged.height:
+        line, fields = ragged[SOURCE_LINE][0], ragged["fields"][0]
+        raise TelemetryFileError(f"line {line}: {fields} fields, the header has {len(header)}")
+    # a repeated column name keeps its first position and its last value (as a dict built from the row would)
+    last_index = {name: index for index, name in enumerate(header)}
+    split = body.select(
+        pl.col("line").str.split_exact(",", len(header) - 1).struct.field(*[f"field_{i}" for i in range(len(header))])
+        if len(header) > 1 else pl.col("line").alias("field_0"),
+        SOURCE_LINE,
+    )
+    del body
+    cells = split.select(
+        *[
+            pl.when(pl.col(f"field_{index}").str.strip_chars(PY_WHITESPACE) != "")
+            .then(pl.col(f"field_{index}"))
+            .alias(name)
+            for name, index in last_index.items()
+        ],
+        SOURCE_LINE,
+    )
+    del split
+    columns = list(last_index)
+    return cells.select(
+        *columns, SOURCE_LINE, pl.struct(columns).struct.json_encode().alias(RAW_VALUES)
+    )
+
+
 def _read_parquet(path: Path) -> pl.DataFrame:
     try:
         table = pl.read_parquet(path)
     except Exception as error:  # noqa: BLE001 - polars raises several types for a damaged file
         raise TelemetryFileError(f"unreadable Parquet file: {type(error).__name__}: {error}") from error
+    vectorised = _parquet_as_text(table)
+    if vectorised is not None:
+        return vectorised
     records = table.to_dicts()
     raw = [json.dumps(r, default=str) for r in records]
     return _frame(table.columns, records, list(range(1, len(records) + 1)), raw)
+
+
+def _text_column(series: pl.Series) -> pl.Series:
+    """A typed column as the text `_text` gives each value (str(value)), vectorised where polars agrees."""
+    dtype = series.dtype
+    if dtype == pl.String:
+        return series
+    if dtype.is_integer() or dtype == pl.Null:
+        return series.cast(pl.String)
+    if dtype == pl.Boolean:
+        return pl.select(pl.when(series).then(pl.lit("True")).when(series.not_()).then(pl.lit("False"))).to_series()
+    if dtype.is_float():
+        # polars writes the same shortest digits as Python's repr, except in exponent form, for |x| < 1e-4
+        # and NaN ('NaN' vs 'nan'): those values (few) take Python's str
+        text = series.cast(pl.String)
+        differs = text.str.contains("[eN]") | ((series.abs() < 1e-4) & (series != 0))
+        index = differs.fill_null(False).arg_true()
+        if index.len():
+            text = text.scatter(index, [_text(v) for v in series.gather(index).to_list()])
+        return text
+    # dates, nested values and the rest: per value
+    return pl.Series(series.name, [_text(v) for v in series.to_list()], dtype=pl.String)
+
+
+def _parquet_as_text(table: pl.DataFrame) -> pl.DataFrame | None:
+    """Parquet columns as text plus the raw JSON, vectorised; None where polars cannot encode a record as JSON
+    (the row-wise path then does)."""
+    try:
+        raw = table.select(pl.struct(pl.all()).struct.json_encode()).to_series() if table.width else None
+    except Exception:  # noqa: BLE001 - e.g. binary or decimal columns: the row-wise json.dumps handles them
+        return None
+    if raw is None:
+        return None
+    data = {c: _text_column(table[c]).rename(c) for c in table.columns}
+    return pl.DataFrame(data).with_columns(
+        pl.int_range(1, table.height + 1, dtype=pl.Int64).alias(SOURCE_LINE), raw.rename(RAW_VALUES)
+    )
 
 
 def check_required_columns(columns: list[str]) -> None:

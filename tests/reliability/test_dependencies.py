@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import shutil
 import subprocess
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tasks.settings import PROJECT_ROOT
 from tests.reliability import driver
 from tests.reliability.conftest import States, training_features
 from tests.reliability.helpers import PYTHON, start_child
@@ -48,6 +50,12 @@ def test_nightly_keeps_the_champion_when_mlflow_is_locked_and_retries_a_transien
         return real_sha(path)
 
     monkeypatch.setattr(price_ingest, "content_sha256", sha_failing_once)
+    # The base state's prices were observed on driver.INGESTED_AT and tonight is the real date: widen the
+    # stale-price limit so tonight's ranking is about the champion, not the prices' age.
+    config = shutil.copytree(PROJECT_ROOT / "config", tmp_path / "config")
+    ranking = config / "ranking.toml"
+    ranking.write_text(re.sub(r"max_price_age_days = \d+", "max_price_age_days = 36500", ranking.read_text()))
+    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(config))
     locker = start_child([PYTHON, "-c", LOCK_MLFLOW, str(home / "mlflow" / "mlflow.db")], dict(os.environ),
                          tmp_path / "locker.err")
     try:

@@ -100,3 +100,35 @@ def test_columns_outside_the_contract_are_kept_in_raw_and_ignored(con, tmp_path:
     assert (outcome.rows_loaded, outcome.rows_quarantined) == (1, 0)
     raw = con.sql("select raw_values->>'cluster_name' from raw.telemetry_records").fetchall()
     assert raw == [("north-1",)]
+
+
+def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next_file_loads(
+    con, tmp_path: Path, monkeypatch
+) -> None:
+    """Fault injection (fake failure): normalise_runs raising something no parse rule expects."""
+    import tasks.telemetry.ingest as telemetry_ingest
+
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    sample_rows(GOOD).write_csv(first)
+    sample_rows(A100).write_csv(second)
+    real_normalise = telemetry_ingest.normalise_runs
+
+    def broken(*args: object, **kwargs: object) -> pl.DataFrame:
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(telemetry_ingest, "normalise_runs", broken)
+    bad = ingest(con, first)
+    assert (bad.status, bad.error) == ("quarantined", "cannot normalise: RuntimeError: injected fault")
+    files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
+    assert files == [(str(first), "cannot normalise: RuntimeError: injected fault")]
+    # nothing of the file landed: no run, no raw record; the file is registered (the same bytes are not retried)
+    assert current_runs(con).height == 0
+    assert con.sql("select count(*) from raw.telemetry_records").fetchall() == [(0,)]
+    assert con.sql("select status from raw.ingested_files where source_file = ?", params=[str(first)]).fetchall() == [
+        ("quarantined",)
+    ]
+    monkeypatch.setattr(telemetry_ingest, "normalise_runs", real_normalise)
+    good = ingest(con, second)
+    # the one A100 run (sample line 79) loads
+    assert (good.status, good.rows_loaded) == ("loaded", 1)
+    assert current_runs(con)["run_id"].to_list() == [A100]
