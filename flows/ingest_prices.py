@@ -8,26 +8,17 @@ import duckdb
 import polars as pl
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NO_CACHE
 
+from flows.retries import io_task_options
 from tasks.files import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
-from tasks.settings import load_config
 from tasks.sources import configured_price_sources
 from tasks.summary import outcomes_markdown
 from tasks.warehouse import warehouse
 
-_retry = load_config("settings")["prefect"]
 
-
-@task(
-    name="ingest-price-file",
-    retries=_retry["task_retries"],
-    retry_delay_seconds=_retry["task_retry_delay_seconds"],
-    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
-    cache_policy=NO_CACHE,
-)
+@task(**io_task_options("ingest-price-file"))
 def ingest_price_file_task(
     con: duckdb.DuckDBPyConnection, source: PriceSource, aliases: pl.DataFrame, ingested_at: datetime
 ) -> FileOutcome:

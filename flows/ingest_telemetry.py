@@ -12,26 +12,18 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.retries import io_task_options
 from tasks.features import refresh_feature_table
 from tasks.files import FileOutcome
 from tasks.reference import load_reference_tables, read_aliases
-from tasks.settings import load_config
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcomes_markdown
 from tasks.telemetry.ingest import ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import warehouse
 
-_retry = load_config("settings")["prefect"]
 
-
-@task(
-    name="ingest-telemetry-file",
-    retries=_retry["task_retries"],
-    retry_delay_seconds=_retry["task_retry_delay_seconds"],
-    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
-    cache_policy=NO_CACHE,
-)
+@task(**io_task_options("ingest-telemetry-file"))
 def ingest_telemetry_file_task(
     con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict
 ) -> FileOutcome:

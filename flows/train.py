@@ -8,20 +8,12 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.retries import io_task_options
 from tasks.model.training import TrainingOutcome, read_training_features, train_and_register
-from tasks.settings import load_config
 from tasks.warehouse import warehouse
 
-_retry = load_config("settings")["prefect"]
 
-
-@task(
-    name="read-training-features",
-    retries=_retry["task_retries"],
-    retry_delay_seconds=_retry["task_retry_delay_seconds"],
-    retry_condition_fn=lambda task, run, state: isinstance(state.result(raise_on_failure=False), OSError),
-    cache_policy=NO_CACHE,
-)
+@task(**io_task_options("read-training-features"))
 def read_training_features_task() -> pl.DataFrame:
     with warehouse() as con:
         return read_training_features(con)
