@@ -89,23 +89,16 @@ def use_config(monkeypatch: pytest.MonkeyPatch) -> Callable[[Path], None]:
 def trained_home(tmp_path_factory: pytest.TempPathFactory, training_features: pl.DataFrame,
                  small_config_dir: Path) -> tuple[Path, object]:
     """A GPUCOST_HOME whose MLflow store holds one training of the small candidate set (read-only for tests)."""
-    import os
 
     from tasks.model.training import train_and_register
     from tasks.settings import load_config
 
     home = tmp_path_factory.mktemp("trained-home")
-    saved = {k: os.environ.get(k) for k in ("GPUCOST_HOME", "GPUCOST_CONFIG_DIR", "MLFLOW_TRACKING_URI")}
-    os.environ.update(GPUCOST_HOME=str(home), GPUCOST_CONFIG_DIR=str(small_config_dir))
-    os.environ.pop("MLFLOW_TRACKING_URI", None)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # session scope: the function-scoped monkeypatch is not available
+        env.setenv("GPUCOST_HOME", str(home))
+        env.setenv("GPUCOST_CONFIG_DIR", str(small_config_dir))
+        env.delenv("MLFLOW_TRACKING_URI", raising=False)
         outcome = train_and_register(training_features, load_config("models"))
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
     return home, outcome
 
 

@@ -11,7 +11,6 @@ MLflow stores absolute artifact paths, so every state lives at ONE path (`States
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -121,17 +120,17 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
                base_config=write_config(root / "base-config", BASELINE_ONLY),
                config=write_config(root / "config", BASELINE_AND_RIDGE),
                telemetry_file=second_telemetry_file(root / "telemetry_remeasured.csv"))
-    saved = {k: os.environ.get(k) for k in ("GPUCOST_HOME", "GPUCOST_CONFIG_DIR", "MLFLOW_TRACKING_URI")}
-    os.environ.pop("MLFLOW_TRACKING_URI", None)
-    os.environ.update(GPUCOST_HOME=str(s.work), GPUCOST_CONFIG_DIR=str(s.base_config))
-    try:
+    with pytest.MonkeyPatch.context() as env:  # session scope: the function-scoped monkeypatch is not available
+        env.delenv("MLFLOW_TRACKING_URI", raising=False)
+        env.setenv("GPUCOST_HOME", str(s.work))
+        env.setenv("GPUCOST_CONFIG_DIR", str(s.base_config))
         driver.ingest_prices(driver.BASE_PRICE_FILES)
         driver.ingest_telemetry(driver.TELEMETRY)
         driver.train()
         driver.publish(driver.FIRST_NIGHT)
         s.snapshot("base")
         s.champion_predictions["base"] = champion_predictions(training_features())
-        os.environ["GPUCOST_CONFIG_DIR"] = str(s.config)
+        env.setenv("GPUCOST_CONFIG_DIR", str(s.config))
         for step in driver.CHECKPOINTS:
             s.restore("base")
             driver.run_step(step, s.telemetry_file)
@@ -139,12 +138,6 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
             if step == "train":
                 s.champion_predictions["after-train"] = champion_predictions(training_features())
         yield s
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture
