@@ -11,13 +11,14 @@ create table if not exists core.telemetry_runs (
     n_layers                 bigint,            -- model shape, when the record gives it
     d_model                  bigint,
     seq_len                  bigint not null,   -- tokens
-    precision                varchar not null,  -- fp32 | tf32 | fp16 | bf16 | fp8 | fp4
+    precision                varchar not null,  -- family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
     precision_name           varchar,           -- the precision as the source spelled it
+    precision_recipe         varchar,           -- none | delayed | current | tensorwise | rowwise | blockwise | mx | nv
     workload                 varchar not null,  -- pretrain | sft | lora | qlora
     micro_batch              bigint,            -- sequences per GPU per micro-step
     global_batch_tokens      bigint,            -- tokens per optimizer step, all GPUs
     parallelism              varchar,
-    activation_checkpointing boolean,
+    activation_checkpointing varchar,           -- none | selective | full
     framework                varchar,
     optimizer                varchar,
     learning_rate            double,
@@ -28,6 +29,7 @@ create table if not exists core.telemetry_runs (
     tokens_per_sec_per_gpu   double not null,   -- tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
     recorded_at              timestamptz,       -- UTC, when the source recorded the measurement
     source                   varchar,           -- where the number comes from, "repository:path@commit"
+    quality_flag             varchar,           -- the source's own doubt about the row (flagged runs are not trained on)
     workload_name            varchar,           -- the workload as the source spelled it
     record_hash              varchar not null,  -- SHA-256 of the normalised values: same hash = same record
     source_file              varchar not null,
@@ -50,11 +52,12 @@ create table if not exists core.telemetry_run_history (
     seq_len                  bigint,
     precision                varchar,
     precision_name           varchar,
+    precision_recipe         varchar,
     workload                 varchar,
     micro_batch              bigint,
     global_batch_tokens      bigint,
     parallelism              varchar,
-    activation_checkpointing boolean,
+    activation_checkpointing varchar,
     framework                varchar,
     optimizer                varchar,
     learning_rate            double,
@@ -65,6 +68,7 @@ create table if not exists core.telemetry_run_history (
     tokens_per_sec_per_gpu   double,
     recorded_at              timestamptz,
     source                   varchar,
+    quality_flag             varchar,
     workload_name            varchar,
     record_hash              varchar,
     source_file              varchar,
@@ -74,3 +78,16 @@ create table if not exists core.telemetry_run_history (
     superseded_at            timestamptz not null, -- UTC, when a newer record replaced it
     superseded_by_sha        varchar            -- content_sha256 of the file holding the current record
 );
+
+-- Warehouses created before the precision family/recipe and checkpointing vocabulary: new columns, and
+-- activation_checkpointing from boolean to its category (true -> full, false -> none; idempotent).
+alter table core.telemetry_runs add column if not exists precision_recipe varchar;
+alter table core.telemetry_runs add column if not exists quality_flag varchar;
+alter table core.telemetry_run_history add column if not exists precision_recipe varchar;
+alter table core.telemetry_run_history add column if not exists quality_flag varchar;
+alter table core.telemetry_runs alter activation_checkpointing type varchar using
+    case activation_checkpointing::varchar when 'true' then 'full' when 'false' then 'none'
+         else activation_checkpointing::varchar end;
+alter table core.telemetry_run_history alter activation_checkpointing type varchar using
+    case activation_checkpointing::varchar when 'true' then 'full' when 'false' then 'none'
+         else activation_checkpointing::varchar end;

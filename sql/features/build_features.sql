@@ -28,6 +28,8 @@ joined as (
             runs.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
             specs.fp8_dense_tflops, specs.fp4_dense_tflops
         ) as peak_tflops,
+        -- attention, norms and every non-linear matmul run at 16 bit whatever the recipe of the linear layers
+        coalesce(specs.bf16_dense_tflops, specs.fp16_dense_tflops) as peak_16bit_tflops,
         specs.memory_gb as gpu_memory_gb,
         specs.mem_bandwidth_tbps,
         specs.tdp_w,
@@ -65,18 +67,21 @@ final as (
         active_params_b,                                                    -- billions
         active_params_b < params_b                          as is_moe,
         seq_len,                                                            -- tokens
-        precision,
+        precision,                                                          -- family: the linear matmuls' peak
+        precision_recipe,                                                   -- none | delayed | ... | mx | nv
         workload,
         micro_batch,
         global_batch_tokens,
         global_batch_tokens / num_gpus                      as tokens_per_gpu_per_step,
-        activation_checkpointing,
+        activation_checkpointing,                                           -- none | selective | full
         framework,
+        parallelism,
         optimizer,
         learning_rate,
         source,
         nullif(split_part(source, ':', 1), '')              as source_group, -- repository, e.g. mosaicml/llm-foundry
         peak_tflops,                                                        -- dense TFLOP/s per GPU, run's precision
+        peak_16bit_tflops,                                                  -- dense bf16 (else fp16) TFLOP/s per GPU
         gpu_memory_gb,                                                      -- GB per GPU
         mem_bandwidth_tbps,                                                 -- TB/s per GPU
         tdp_w,                                                              -- W per GPU
@@ -84,12 +89,15 @@ final as (
         flops_per_token,                                                    -- FLOPs per token
         attention_flops_per_token,                                          -- FLOPs per token
         attention_term_known,
+        shape_n_layers                                      as n_layers,    -- layers (row's shape, else model_shapes.csv)
+        shape_d_model                                       as d_model,     -- hidden size
         params_b / num_gpus                                 as params_per_gpu_b, -- billions per GPU
         params_b * 1e9 / (num_gpus * gpu_memory_gb)         as memory_pressure_params_per_gb, -- parameters per GB
         peak_tflops * 1e12 / flops_per_token                as physics_bound_tokens_per_sec_per_gpu, -- at MFU 1
         tokens_per_sec_per_gpu,                                             -- target, tokens/s per GPU
         tokens_per_sec_per_gpu * flops_per_token / 1e12     as achieved_tflops_per_gpu, -- model TFLOP/s per GPU
-        tokens_per_sec_per_gpu * flops_per_token / (peak_tflops * 1e12) as mfu
+        tokens_per_sec_per_gpu * flops_per_token / (peak_tflops * 1e12) as mfu,
+        quality_flag                                                        -- non-null: kept out of training
     from per_token
 )
 

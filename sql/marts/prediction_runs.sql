@@ -20,10 +20,13 @@ final as (
         workloads.d_model,
         workloads.seq_len,
         rungs.run_precision               as precision,
+        -- the recipe a run of that family uses by default: Transformer Engine delayed scaling, NVFP4
+        case rungs.run_precision when 'fp8' then 'delayed' when 'fp4' then 'nv' else 'none' end
+                                          as precision_recipe,
         workloads.workload_type           as workload,
         workloads.micro_batch,
         workloads.global_batch_tokens,
-        true                              as activation_checkpointing,
+        'full'                            as activation_checkpointing,
         workloads.optimizer
     from rungs
     join workloads using (workload)

@@ -14,7 +14,8 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "s
 THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
 
-# Contract columns as read: name -> kind ("text", "float", "int", "bool", "timestamp", or a vocabulary).
+# Contract columns as read: name -> kind ("text", "float", "int", "timestamp", or a vocabulary: "precision",
+# "workload", "checkpointing").
 INPUT_KINDS: dict[str, str] = {
     "run_id": "text",
     "gpu": "text",
@@ -32,7 +33,7 @@ INPUT_KINDS: dict[str, str] = {
     "global_batch_tokens": "int",
     "workload": "workload",
     "parallelism": "text",
-    "activation_checkpointing": "bool",
+    "activation_checkpointing": "checkpointing",
     "framework": "text",
     "optimizer": "text",
     "learning_rate": "float",
@@ -41,6 +42,7 @@ INPUT_KINDS: dict[str, str] = {
     "n_layers": "int",
     "d_model": "int",
     "source": "text",
+    "quality_flag": "text",
 }
 
 # The normalised run: contract values in the contract's vocabulary, plus the spellings as given.
@@ -55,13 +57,14 @@ NORMALISED_SCHEMA: dict[str, pl.DataType] = {
     "n_layers": pl.Int64(),
     "d_model": pl.Int64(),
     "seq_len": pl.Int64(),                   # tokens
-    "precision": pl.String(),                # fp32 | tf32 | fp16 | bf16 | fp8 | fp4
+    "precision": pl.String(),                # family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
     "precision_name": pl.String(),           # the precision as the source spelled it
+    "precision_recipe": pl.String(),         # none | delayed | current | tensorwise | rowwise | blockwise | mx | nv
     "workload": pl.String(),                 # pretrain | sft | lora | qlora
     "micro_batch": pl.Int64(),               # sequences per GPU per micro-step
     "global_batch_tokens": pl.Int64(),       # tokens per optimizer step, all GPUs
     "parallelism": pl.String(),
-    "activation_checkpointing": pl.Boolean(),
+    "activation_checkpointing": pl.String(), # none | selective | full
     "framework": pl.String(),
     "optimizer": pl.String(),
     "learning_rate": pl.Float64(),
@@ -72,6 +75,7 @@ NORMALISED_SCHEMA: dict[str, pl.DataType] = {
     "tokens_per_sec_per_gpu": pl.Float64(),  # tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
     "recorded_at": pl.Datetime("us", "UTC"),
     "source": pl.String(),
+    "quality_flag": pl.String(),             # the source's own doubt about the row; flagged runs are not trained on
 }
 
 NORMALISED_COLUMNS: tuple[str, ...] = tuple(NORMALISED_SCHEMA)
@@ -79,10 +83,10 @@ NORMALISED_COLUMNS: tuple[str, ...] = tuple(NORMALISED_SCHEMA)
 # The feature columns (contract 1, names fixed), in order. build_features returns exactly these.
 FEATURE_COLUMNS: tuple[str, ...] = (
     "run_id", "gpu", "num_gpus", "log2_num_gpus", "params_b", "active_params_b", "is_moe", "seq_len",
-    "precision", "workload", "micro_batch", "global_batch_tokens", "tokens_per_gpu_per_step",
-    "activation_checkpointing", "framework", "optimizer", "learning_rate", "source", "source_group",
-    "peak_tflops", "gpu_memory_gb", "mem_bandwidth_tbps", "tdp_w", "intra_node_bw_gbps_unidir",
-    "flops_per_token", "attention_flops_per_token", "attention_term_known", "params_per_gpu_b",
-    "memory_pressure_params_per_gb", "physics_bound_tokens_per_sec_per_gpu",
-    "tokens_per_sec_per_gpu", "achieved_tflops_per_gpu", "mfu",
+    "precision", "precision_recipe", "workload", "micro_batch", "global_batch_tokens", "tokens_per_gpu_per_step",
+    "activation_checkpointing", "framework", "parallelism", "optimizer", "learning_rate", "source", "source_group",
+    "peak_tflops", "peak_16bit_tflops", "gpu_memory_gb", "mem_bandwidth_tbps", "tdp_w", "intra_node_bw_gbps_unidir",
+    "flops_per_token", "attention_flops_per_token", "attention_term_known", "n_layers", "d_model",
+    "params_per_gpu_b", "memory_pressure_params_per_gb", "physics_bound_tokens_per_sec_per_gpu",
+    "tokens_per_sec_per_gpu", "achieved_tflops_per_gpu", "mfu", "quality_flag",
 )

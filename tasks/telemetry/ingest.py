@@ -24,7 +24,7 @@ from tasks.files import FileOutcome, already_ingested, content_sha256, is_transi
 from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
 from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
-from tasks.telemetry.normalise import load_vocabulary, normalise_runs
+from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE, TelemetryFileError, file_format, read_telemetry
 from tasks.validation import ROW_KEY, find_failures
 from tasks.warehouse import execute, query, registered, transaction
@@ -201,6 +201,13 @@ def ingest_telemetry_file(
     unknown = rejected["unknown_gpu"].drop_nulls().unique().sort().to_list()
     if unknown:
         outcome.notes.append(f"unknown GPU names: {', '.join(unknown)}")
+    spellings = unknown_spellings(rejected)
+    if spellings:
+        outcome.notes.append(f"unknown spellings (add them to config/telemetry.toml): {'; '.join(spellings)}")
+    flagged = accepted.filter(pl.col("quality_flag").is_not_null())["quality_flag"].value_counts(sort=True)
+    if flagged.height:
+        outcome.notes.append("kept out of training (the source's quality_flag): " + "; ".join(
+            f"{count} × {flag}" for flag, count in flagged.iter_rows()))
 
     with transaction(con):
         with registered(con, "read_records", as_arrow(records.select(SOURCE_LINE, RAW_VALUES))):

@@ -4,7 +4,8 @@ Works on any rows in the telemetry contract, including prediction inputs that ca
 columns at all: every contract column is present in the result (null where the input has none).
 Columns outside the contract pass through untouched.
 
-Vocabularies (precision, workload, booleans) live in config/telemetry.toml; GPU names resolve through
+Vocabularies (precision family + recipe, workload, activation checkpointing) live in config/telemetry.toml
+(data, not code: the whole vocabulary is `load_vocabulary()`, so any engine can apply it); GPU names resolve through
 the alias table (exact, case-sensitive). Values that cannot be read as their type are not guessed:
 they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
 """
@@ -21,9 +22,12 @@ import polars as pl
 from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA
 
-CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
+CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")   # precision families
+CONTRACT_RECIPES = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
 CONTRACT_WORKLOADS = ("pretrain", "sft", "lora", "qlora")
+CONTRACT_CHECKPOINTING = ("none", "selective", "full")
 DEFAULT_WORKLOAD = "pretrain"
+LOW_PRECISION_FAMILIES = ("fp8", "fp4")  # families whose runs name a scaling recipe
 
 _SPACES = re.compile(r"\s+")
 
@@ -33,19 +37,51 @@ def spelling_key(value: str) -> str:
     return _SPACES.sub(" ", value.strip().lower())
 
 
+def _family_and_recipe(table: str, key: str, value: Any) -> tuple[str, str]:
+    """A [precision] entry: "bf16" (family, recipe none) or { family = "fp8", recipe = "rowwise" }."""
+    family, recipe = (value, "none") if isinstance(value, str) else (value.get("family"), value.get("recipe"))
+    if family not in CONTRACT_PRECISIONS or recipe not in CONTRACT_RECIPES:
+        raise ValueError(f"config/telemetry.toml [{table}] {key!r} = {value!r}: family must be one of "
+                         f"{', '.join(CONTRACT_PRECISIONS)}, recipe one of {', '.join(CONTRACT_RECIPES)}")
+    if (family in LOW_PRECISION_FAMILIES) != (recipe != "none"):
+        raise ValueError(f"config/telemetry.toml [{table}] {key!r}: fp8/fp4 spellings name their recipe, "
+                         "other families have recipe none")
+    return family, recipe
+
+
 def load_vocabulary() -> dict[str, dict[str, Any]]:
-    """precision / workload / boolean spelling -> contract value (config/telemetry.toml)."""
+    """The spelling tables of config/telemetry.toml, keyed by `spelling_key`:
+
+    precision / precision_prefix -> (family, recipe); workload -> workload; activation_checkpointing ->
+    none | selective | full. Contract values are their own spellings."""
     cfg = load_config("telemetry")
-    precision = {spelling_key(k): v for k, v in cfg.get("precision", {}).items()}
-    precision.update({p: p for p in CONTRACT_PRECISIONS})
+    precision = {spelling_key(k): _family_and_recipe("precision", k, v) for k, v in cfg.get("precision", {}).items()}
+    precision.update({p: (p, "none") for p in CONTRACT_PRECISIONS if p not in LOW_PRECISION_FAMILIES})
+    prefix = {spelling_key(k): _family_and_recipe("precision_prefix", k, v)
+              for k, v in cfg.get("precision_prefix", {}).items()}
     workload = {spelling_key(k): v for k, v in cfg.get("workload", {}).items()}
     workload.update({w: w for w in CONTRACT_WORKLOADS})
-    boolean = {spelling_key(k): bool(v) for k, v in cfg.get("boolean", {}).items()}
-    for table, allowed in (("precision", CONTRACT_PRECISIONS), ("workload", CONTRACT_WORKLOADS)):
-        wrong = sorted({v for v in locals()[table].values() if v not in allowed})
+    checkpointing = {spelling_key(k): v for k, v in cfg.get("activation_checkpointing", {}).items()}
+    checkpointing.update({c: c for c in CONTRACT_CHECKPOINTING})
+    for table, values, allowed in (("workload", workload, CONTRACT_WORKLOADS),
+                                   ("activation_checkpointing", checkpointing, CONTRACT_CHECKPOINTING)):
+        wrong = sorted({v for v in values.values() if v not in allowed})
         if wrong:
             raise ValueError(f"config/telemetry.toml [{table}] maps to {wrong}; allowed: {', '.join(allowed)}")
-    return {"precision": precision, "workload": workload, "boolean": boolean}
+    return {"precision": precision, "precision_prefix": prefix, "workload": workload,
+            "activation_checkpointing": checkpointing}
+
+
+def precision_of(spelling: str, vocabulary: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
+    """(family, recipe) of a precision spelling: the exact key, else the longest matching prefix, else None."""
+    key = spelling_key(spelling)
+    if key in vocabulary["precision"]:
+        return vocabulary["precision"][key]
+    prefixes = vocabulary.get("precision_prefix", {})
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        if key.startswith(prefix):
+            return prefixes[prefix]
+    return None
 
 
 def _text(frame: pl.DataFrame, column: str) -> pl.Series:
@@ -90,6 +126,8 @@ def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, di
     text = _text(frame, column)
     if kind in ("text", "precision", "workload"):
         return text
+    if kind == "checkpointing":
+        return _lookup(text, vocabulary["activation_checkpointing"], pl.String())
     if kind == "float":
         return text.cast(pl.Float64, strict=False)
     if kind == "int":
@@ -98,8 +136,6 @@ def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, di
         # strict=False: a whole number beyond Int64 (e.g. 1e308) becomes null, i.e. an unparsed field that
         # quarantines the row, instead of an exception that would abort the whole ingest
         return number.set(~whole.fill_null(False), None).cast(pl.Int64, strict=False)  # type: ignore[arg-type]
-    if kind == "bool":
-        return _lookup(text, vocabulary["boolean"], pl.Boolean())
     if kind == "timestamp":
         return _per_distinct(text, _timestamp, pl.Datetime("us", "UTC"))
     raise ValueError(f"unknown column kind {kind!r}")
@@ -125,7 +161,7 @@ def normalise_runs(
     for column, kind in INPUT_KINDS.items():
         values = _parse(frame, column, kind, vocabulary)
         parsed[column] = values
-        if kind in ("float", "int", "bool", "timestamp"):
+        if kind in ("float", "int", "checkpointing", "timestamp"):
             text = _text(frame, column)
             failed = text.is_not_null() & values.is_null()
             # named with the value as Python's repr shows it; only the failing rows (few) are formatted
@@ -139,7 +175,10 @@ def normalise_runs(
     gpu_names = parsed["gpu"]
     gpu = pl.DataFrame({"alias": gpu_names}).join(lookup, on="alias", how="left", maintain_order="left")["gpu"]
 
-    precision = _lookup(parsed["precision"], vocabulary["precision"], pl.String())
+    family_recipe = _per_distinct(
+        parsed["precision"], lambda t: "\x1f".join(precision_of(t, vocabulary) or ("", "")), pl.String())
+    precision = family_recipe.str.split_exact("\x1f", 1).struct.field("field_0").replace("", None)
+    recipe = family_recipe.str.split_exact("\x1f", 1).struct.field("field_1").replace("", None)
     workload_name = parsed["workload"]
     workload = _lookup(workload_name, vocabulary["workload"], pl.String())
     workload = workload.set(workload_name.is_null(), DEFAULT_WORKLOAD) if frame.height else workload  # type: ignore[arg-type]
@@ -150,6 +189,7 @@ def normalise_runs(
         "gpu_name": gpu_names,
         "precision": precision,
         "precision_name": parsed["precision"],
+        "precision_recipe": recipe,
         "workload": workload,
         "mfu_reported": parsed["mfu"],
     }
@@ -175,3 +215,24 @@ def normalise_runs(
     ).with_columns(pl.col("unparsed_fields").replace("", None))
     passthrough = frame.drop([c for c in frame.columns if c in INPUT_KINDS or c in normalised.columns])
     return pl.concat([passthrough, normalised], how="horizontal")
+
+
+_UNPARSED_CHECKPOINTING = re.compile(r"""activation_checkpointing=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def unknown_spellings(rejected: pl.DataFrame) -> list[str]:
+    """Spellings the vocabulary does not know, with their row counts, for the ingest summary:
+    ["precision 'int3' x 2", ...] (what to add to config/telemetry.toml). `rejected` are staged rows
+    (sql/telemetry/stage_runs.sql columns unknown_precision / unknown_workload, and unparsed_fields)."""
+    found: dict[tuple[str, str], int] = {}
+    for column, field in (("unknown_precision", "precision"), ("unknown_workload", "workload")):
+        if column in rejected.columns:
+            for value in rejected[column].drop_nulls().to_list():
+                found[(field, repr(value))] = found.get((field, repr(value)), 0) + 1
+    if "unparsed_fields" in rejected.columns:
+        for text in rejected["unparsed_fields"].drop_nulls().to_list():
+            for value in _UNPARSED_CHECKPOINTING.findall(text):
+                key = ("activation_checkpointing", value)
+                found[key] = found.get(key, 0) + 1
+    return [f"{field} {value} × {count}" for (field, value), count in sorted(found.items())]
+

@@ -3,38 +3,80 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from tasks.reference import read_aliases
-from tasks.telemetry.normalise import normalise_runs
+from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 
 
-def test_precision_spellings_map_to_contract_values() -> None:
+def test_precision_spellings_map_to_family_and_recipe() -> None:
     spellings = ["amp_bf16", "bf16", "BF16", " bf16 ", "fp8 (hybrid)", "fp16/bf16 mixed",
-                 "fp8-linear (torchao float8; rest bf16)", "FP16", "int3"]
+                 "fp8-linear (torchao float8; rest bf16)", "FP16", "int3", "mxfp8", "mxfp8 (MoE grouped GEMMs)",
+                 "nvfp4", "fp8-cs", "fp8-linear(rowwise)", "fp8-linear(tensorwise)",
+                 "fp8-blockwise(1x128 activations, 128x128 weights)", "fp8", "fp8-linear(rowwise, fsdp)"]
     frame = pl.DataFrame({"precision": spellings})
     result = normalise_runs(frame, read_aliases())
-    # config/telemetry.toml [precision]: mixed spellings -> the precision of the matmuls carrying the FLOPs;
-    # "fp16/bf16 mixed" -> bf16 (equal fp16/bf16 peaks); an unlisted spelling stays unknown (null).
-    assert result["precision"].to_list() == ["bf16", "bf16", "bf16", "bf16", "fp8", "bf16", "fp8", "fp16", None]
+    # config/telemetry.toml [precision]: the family is the linear matmuls' peak; "fp16/bf16 mixed" -> bf16
+    # (equal fp16/bf16 peaks); an unlisted spelling stays unknown (null). [precision_prefix] catches the
+    # free detail in parentheses ("fp8-blockwise(...)", "fp8-linear(rowwise, ...)").
+    assert result["precision"].to_list() == [
+        "bf16", "bf16", "bf16", "bf16", "fp8", "bf16", "fp8", "fp16", None, "fp8", "fp8",
+        "fp4", "fp8", "fp8", "fp8", "fp8", "fp8", "fp8"]
+    assert result["precision_recipe"].to_list() == [
+        "none", "none", "none", "none", "delayed", "none", "tensorwise", "none", None, "mx", "mx",
+        "nv", "current", "rowwise", "tensorwise", "blockwise", "delayed", "rowwise"]
     assert result["precision_name"].to_list()[4] == "fp8 (hybrid)"
+    assert result["precision_name"].to_list()[10] == "mxfp8 (MoE grouped GEMMs)"
 
 
-def test_booleans_workloads_and_defaults() -> None:
+def test_activation_checkpointing_categories_workloads_and_defaults() -> None:
     frame = pl.DataFrame({
-        "activation_checkpointing": ["True", "false", "yes", "1", "off", "full", None, "sometimes"],
-        "workload": ["LoRA", "QLoRA", "fine-tune", None, "pretraining", "sft", "pretrain", "rlhf"],
-        "params_b": ["7", "7", "7", "7", "7", "7", "7", "7"],
-        "active_params_b": [None, "1.5", None, None, None, None, None, None],
+        "activation_checkpointing": ["True", "false", "yes", "1", "off", "full", None, "sometimes",
+                                     "per-op selective", "Selective Layer", "selective op", "none",
+                                     "full (recompute counted in TFLOPs)", "default (selective per config)"],
+        "workload": ["LoRA", "QLoRA", "fine-tune", None, "pretraining", "sft", "pretrain", "rlhf"] + ["sft"] * 6,
+        "params_b": ["7"] * 14,
+        "active_params_b": [None, "1.5"] + [None] * 12,
     })
     result = normalise_runs(frame, read_aliases())
-    assert result["activation_checkpointing"].to_list() == [True, False, True, True, False, True, None, None]
-    # an unreadable boolean is named, not guessed
+    # config/telemetry.toml [activation_checkpointing]: True/False -> full/none, selective spellings -> selective
+    assert result["activation_checkpointing"].to_list() == [
+        "full", "none", "full", "full", "none", "full", None, None,
+        "selective", "selective", "selective", "none", "full", "selective"]
+    # an unknown spelling is named, not guessed (the ingest quarantines the row with this reason)
     assert result["unparsed_fields"].to_list()[7] == "activation_checkpointing='sometimes'"
     assert result["unparsed_fields"].to_list()[:7] == [None] * 7
     # missing workload -> pretrain; an unknown one stays null (quarantined by the suite)
-    assert result["workload"].to_list() == ["lora", "qlora", "sft", "pretrain", "pretrain", "sft", "pretrain", None]
+    assert result["workload"].to_list()[:8] == ["lora", "qlora", "sft", "pretrain", "pretrain", "sft", "pretrain", None]
     # active_params_b defaults to params_b
-    assert result["active_params_b"].to_list() == [7.0, 1.5, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0]
+    assert result["active_params_b"].to_list()[:3] == [7.0, 1.5, 7.0]
+
+
+def test_unknown_spellings_are_listed_with_their_counts() -> None:
+    frame = pl.DataFrame({
+        "unknown_precision": ["int3", None, "int3", "fp6"],
+        "unknown_workload": [None, "rlhf", None, None],
+        "unparsed_fields": [None, "activation_checkpointing='sometimes'", "num_gpus='x'; activation_checkpointing='sometimes'",
+                            None],
+    })
+    # two rows spell precision 'int3', one 'fp6'; 'sometimes' appears in two rows' unparsed fields
+    assert unknown_spellings(frame) == [
+        "activation_checkpointing 'sometimes' × 2", "precision 'fp6' × 1", "precision 'int3' × 2",
+        "workload 'rlhf' × 1"]
+
+
+def test_a_wrong_family_or_recipe_in_the_config_is_refused(tmp_path, monkeypatch) -> None:
+    import shutil
+
+    from tasks.settings import config_dir
+    for name in config_dir().glob("*.toml"):
+        shutil.copy(name, tmp_path / name.name)
+    path = tmp_path / "telemetry.toml"
+    path.write_text(path.read_text().replace('"fp8-cs" = { family = "fp8", recipe = "current" }',
+                                             '"fp8-cs" = { family = "fp8", recipe = "sometimes" }'))
+    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="fp8-cs"):
+        load_vocabulary()
 
 
 def test_gpu_names_resolve_exactly_through_the_alias_table() -> None:
