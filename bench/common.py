@@ -114,7 +114,7 @@ def timed() -> Iterator[dict[str, float]]:
 def warm_validation() -> float:
     """Import Great Expectations and build its context once (a one-off per process, reported apart)."""
     with timed() as t:
-        from tasks.validation import _batch_definition
+        from tasks.ingest.validation import _batch_definition
 
         _batch_definition()
     return t["s"]

@@ -10,7 +10,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 
 from flows.retries import io_task_options
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_price_sources

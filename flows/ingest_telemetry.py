@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.retries import io_task_options
 from tasks.features import refresh_feature_table
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcomes_markdown

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 
 
 def outcome_rows(outcomes: Sequence[FileOutcome]) -> list[dict[str, object]]:

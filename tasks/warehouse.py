@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from tasks.settings import SQL_DIR, paths
+from tasks.settings import SQL_DIR, load_config, paths
 
 
 class WarehouseBusyError(RuntimeError):
@@ -108,3 +108,24 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("rollback")
         raise
     con.execute("commit")
+
+
+@contextmanager
+def ingest_limits(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder in
+    GPUCOST_HOME, so a file of any size streams through DuckDB's out-of-core operators instead of growing
+    the process; the previous cap is restored afterwards (DuckDB keeps a spill folder once it has used one)."""
+    cfg = load_config("settings").get("ingest", {})
+    memory_limit, temp_directory = query(con, "publish/duckdb_limits").fetchall()[0]
+    spill = paths().home / str(cfg.get("temp_directory", "duckdb_spill"))
+    if temp_directory != str(spill):
+        spill.mkdir(parents=True, exist_ok=True)
+        try:
+            execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
+        except duckdb.Error:
+            pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
+    execute(con, "publish/set_memory_limit", {"memory_limit": str(cfg.get("memory_limit", "600MB"))})
+    try:
+        yield
+    finally:
+        execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})

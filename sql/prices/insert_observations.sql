@@ -1,4 +1,4 @@
--- `accepted_prices` is registered by tasks.prices.ingest: rows that passed the prices suite.
+-- The staged price rows that passed the prices suite (staging.file_rows without staging.file_failures).
 insert into core.price_observations (
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
@@ -8,4 +8,6 @@ select
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
     content_sha256, ingested_at, electricity_usd_per_kwh, pue
-from accepted_prices
+from staging.file_rows
+anti join staging.file_failures using (_row_id)
+order by _row_id

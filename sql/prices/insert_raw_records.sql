@@ -1,5 +1,6 @@
--- `raw_prices` is registered by tasks.prices.ingest: every record as read (source_line, provider,
--- raw_values), kept in raw; the file's identity is bound once rather than repeated in every row.
+-- Every record as read (staging.file_rows, one per adapter record), kept in raw; the file's identity is
+-- bound once rather than repeated in every row.
 insert into raw.price_records (content_sha256, source_file, source_line, provider, format, raw_values)
 select $content_sha256, $source_file, source_line, provider, $format, raw_values::json
-from raw_prices
+from staging.file_rows
+order by _row_id

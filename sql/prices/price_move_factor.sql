@@ -1,11 +1,11 @@
 -- For each staged price row: the previous observation of the same offer and how far the price moved.
 -- Previous = the newest stored observation at or before the row's time (ASOF join); where the offer
 -- has none yet, the previous row of the same offer in the same file (dated history files).
--- `staged_prices` is registered by tasks.prices.ingest: the row key and the offer key columns only (the
--- ingest joins the result back to its rows, so the wide raw_values never pass through the joins and the sort).
+-- `staging.normalised_prices` is made by tasks.prices.ingest (sql/prices/normalise.sql); only the key columns
+-- pass through the joins and the sort (the result is joined back by row key: sql/prices/stage_rows.sql).
 with staged as (
     select _row_id, provider, region, zone, instance_type, pricing, observed_at, source_line, usd_per_hour
-    from staged_prices
+    from staging.normalised_prices
 ),
 
 stored as (

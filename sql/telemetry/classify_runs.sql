@@ -1,5 +1,5 @@
--- What each accepted record does to core.telemetry_runs (`accepted_runs` registered by
--- tasks/telemetry/ingest.py, one row per run_id), kept in DuckDB as the temporary table `classified_runs`
+-- What each accepted record (staging.file_rows without staging.file_failures: one row per run_id) does to
+-- core.telemetry_runs, kept in DuckDB as the temporary table `classified_runs`
 -- that the next statements read (no round trip through Python; dropped by drop_classified_runs.sql):
 --   new       - no current record of the run
 --   unchanged - the current record has the same values (record_hash): nothing to do
@@ -9,11 +9,17 @@
 create or replace temporary table classified_runs as
 with incoming as (
     select
-        *,
+        _row_id,
+        run_id, gpu, gpu_name, num_gpus, model_name, params_b, active_params_b, n_layers, d_model, seq_len,
+        precision, precision_name, precision_recipe, workload, micro_batch, global_batch_tokens, parallelism,
+        activation_checkpointing, framework, optimizer, learning_rate, avg_power_w, mfu_reported,
+        tokens_processed, wall_seconds, tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name,
+        record_hash, source_line,
         $source_file as source_file,
         $sha as content_sha256,
         $ingested_at::timestamptz as ingested_at   -- UTC
-    from accepted_runs
+    from staging.file_rows
+    anti join staging.file_failures using (_row_id)
 ),
 
 current_runs as (

@@ -1,4 +1,5 @@
--- `read_records` is registered by tasks/telemetry/ingest.py: every record of the file as read.
+-- Every record of the file as read (staging.file_records), kept in raw.
 insert into raw.telemetry_records (content_sha256, source_file, source_line, raw_values)
-select $sha, $source_file, _source_line, _raw_values::json
-from read_records
+select $sha, $source_file, source_line, raw_values::json
+from staging.file_records
+order by _row_id

@@ -1,8 +1,13 @@
--- The columns the telemetry suite checks, per normalised run (by _row_id), from the GPU specs: only the added
--- columns are returned (tasks/telemetry/ingest.py::stage joins them to the run, which it already holds).
--- `normalised_runs` is registered by tasks/telemetry/ingest.py. Formulas: sql/ddl/041_flops_macros.sql.
+-- The staged telemetry rows the suite validates: each normalised run (`normalised_runs`, registered by
+-- tasks/telemetry/ingest.py) with its record as read, the GPU's peak for the precision and the checked
+-- columns. Formulas: sql/ddl/041_flops_macros.sql.
+create or replace table staging.file_rows as
 with runs as (
     select * from normalised_runs
+),
+
+records as (
+    select _row_id, raw_values from staging.file_records
 ),
 
 specs as (
@@ -23,8 +28,8 @@ peaks as (
 
 final as (
     select
-        _row_id,
-        peak_tflops,
+        peaks.* exclude (gpu_has_specs),
+        records.raw_values,
         case when gpu is null then gpu_name end                 as unknown_gpu,
         case when gpu is not null and not gpu_has_specs then gpu end as gpu_without_specs,
         case when precision is null then precision_name end     as unknown_precision,
@@ -36,6 +41,7 @@ final as (
         parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
             / (peak_tflops * 1e12)                              as implied_peak_ratio
     from peaks
+    left join records on peaks._row_id = records._row_id
 )
 
 select * from final order by _row_id

@@ -1,12 +1,10 @@
-"""Ingest one price file: adapter -> normalise -> compare with history -> validate -> store.
-
-A file lands whole or not at all (one transaction); a file that cannot be read is quarantined as a
-file and the caller goes on with the next one.
+"""Price lists through the one ingest lifecycle (tasks/ingest/lifecycle.py): what prices supply is the
+adapter that reads a format, the normalisation SQL (sql/prices/normalise.sql), the price move against
+history (sql/prices/price_move_factor.sql), the `prices` suite and the store SQL.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,159 +12,135 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks.files import FileOutcome, already_ingested, content_sha256, is_transient, record_file
-from tasks.prices.adapters import AdapterContext, AdapterError, conform, registry
-from tasks.prices.normalise import normalise
-from tasks.quarantine import count_by_reason, quarantine_file, quarantine_rows
+from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
+from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
+from tasks.ingest.registry import FileOutcome
+from tasks.ingest.validation import ROW_KEY
+from tasks.prices.adapters import AdapterContext, AdapterError, conform, reference_table, registry
 from tasks.settings import load_config
-from tasks.validation import ROW_KEY, find_failures
-from tasks.warehouse import execute, query, registered, transaction
+from tasks.warehouse import execute, query, registered
 
-DATASET = "prices"
+OVERRIDES_FILE = "gpu_instance_overrides.csv"
 
-
-@dataclass(frozen=True)
-class PriceSource:
-    """One file to read, and how: the provider it prices and the adapter (format) that reads it."""
-
-    path: Path
-    provider: str
-    format: str
-    options: dict[str, Any] | None = None
+# A price file to read is a FileSource with its provider and format (adapter) set.
+PriceSource = FileSource
 
 
-def validation_parameters() -> dict[str, Any]:
-    cfg = load_config("settings")["validation"]["prices"]
-    return {k: v for k, v in cfg.items() if k.startswith("max_")}
+def read_overrides() -> pl.DataFrame:
+    """provider, instance_type_pattern (regex, whole name), gpu, gpu_count, in file order (first match wins)."""
+    table = reference_table(OVERRIDES_FILE)
+    return table.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("override_order"),
+        "provider", "instance_type_pattern", "gpu", "gpu_count",
+    )
 
 
-def describe_error(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+class PriceDataset(Dataset):
+    name = "prices"
+    suite = "prices"
+
+    def __init__(self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None) -> None:
+        self.aliases = aliases.select("alias", "gpu")
+        self.overrides = read_overrides() if overrides is None else overrides
+
+    def describe(self, source: FileSource, outcome: FileOutcome) -> None:
+        outcome.provider, outcome.format = source.provider, source.format
+
+    def validation_parameters(self) -> dict[str, Any]:
+        cfg = load_config("settings")["validation"]["prices"]
+        return {k: v for k, v in cfg.items() if k.startswith("max_")}
+
+    def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
+        source, path = file.source, Path(file.source.path)
+        if path.stat().st_size == 0:
+            raise FileError(f"cannot read as {source.format}: {path.name}: the file is empty")
+        adapter = registry()[str(source.format)]
+        context = AdapterContext(
+            provider=str(source.provider), ingest_time=file.ingested_at, options=source.options or {}
+        )
+        result = adapter(path, context)
+        records = conform(result.records).with_row_index(ROW_KEY)
+        stage_records(con, records, self.aliases, self.overrides, file)
+        return Staged(rows_read=records.height, skipped_by_reason=dict(result.skipped_by_reason),
+                      notes=list(result.notes))
+
+    def file_error(self, file: FileContext, error: BaseException) -> str:
+        path = Path(file.source.path)
+        message = str(error) if isinstance(error, AdapterError) else f"{path.name}: {describe_error(error)}"
+        return f"cannot read as {file.source.format}: {message}"
+
+    def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
+        execute(con, "prices/combine_failures")
+
+    def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        unknown = [name for (name,) in query(con, "prices/unknown_gpu_names").fetchall()]
+        return [f"unknown GPU names: {', '.join(unknown)}"] if unknown else []
+
+    def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
+        execute(con, "prices/insert_raw_records", {
+            "format": file.source.format, "content_sha256": file.sha256, "source_file": file.source_file,
+        })
+        execute(con, "prices/insert_observations")
+        return []
 
 
-# What sql/prices/price_move_factor.sql reads of the staged rows.
-MOVE_KEY_COLUMNS = (
-    "provider", "region", "zone", "instance_type", "pricing", "observed_at", "source_line", "usd_per_hour"
-)
+def _normalise_params(file: FileContext) -> dict[str, Any]:
+    return {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
 
 
-def stage(con: duckdb.DuckDBPyConnection, staged: pl.DataFrame) -> pl.DataFrame:
-    """Add the previous observation of each offer and the price move factor (SQL, against history).
-
-    Only the key columns go through SQL; the result is joined back by row key (the raw JSON of 10^6 rows
-    through the ASOF join, two joins and a sort cost ~10x the memory of the keys)."""
-    with registered(con, "staged_prices", staged.select(ROW_KEY, *MOVE_KEY_COLUMNS)):
-        moves = query(con, "prices/price_move_factor").pl()
-    return staged.join(moves, on=ROW_KEY, how="left", maintain_order="left")
-
-
-def combine_rejections(staged: pl.DataFrame, failures: pl.DataFrame) -> pl.DataFrame:
-    """One `failed_check` per rejected row. The adapter's own reason, where it gave one, is the cause
-    (its missing price or GPU would only repeat it as suite failures); otherwise the suite's checks."""
-    reasons = staged.select(ROW_KEY, "rejected_reason").join(failures, on=ROW_KEY, how="left")
-    reasons = reasons.with_columns(failed_check=pl.coalesce("rejected_reason", "failed_check"))
-    return reasons.filter(pl.col("failed_check").is_not_null()).select(ROW_KEY, "failed_check")
-
-
-def _quarantine_whole_file(
+def stage_records(
     con: duckdb.DuckDBPyConnection,
-    outcome: FileOutcome,
-    path: Path,
-    message: str,
+    records: pl.DataFrame,
+    aliases: pl.DataFrame,
+    overrides: pl.DataFrame,
+    file: FileContext,
+) -> None:
+    """Adapter records -> staging.file_rows: normalised (SQL), with the price move against history."""
+    with (
+        registered(con, "file_records", records.to_arrow()),
+        registered(con, "price_aliases", aliases.to_arrow()),
+        registered(con, "instance_overrides", overrides.to_arrow()),
+    ):
+        query(con, "prices/normalise", _normalise_params(file)).create("staging.normalised_prices")
+    query(con, "prices/price_move_factor").create("staging.price_moves")
+    execute(con, "prices/stage_rows")
+
+
+def normalise(
+    records: pl.DataFrame,
+    aliases: pl.DataFrame,
+    source_file: str,
+    sha256: str,
     ingested_at: datetime,
-    size_bytes: int | None,
-) -> FileOutcome:
-    outcome.status = "quarantined"
-    outcome.error = message
-    with transaction(con):
-        quarantine_file(con, DATASET, str(path), outcome.content_sha256 or None, message, ingested_at)
-        if size_bytes is not None:  # a file that could not even be read has no content hash to register
-            record_file(con, outcome, size_bytes, ingested_at)
-    return outcome
-
-
-def quarantine_unreadable(
-    con: duckdb.DuckDBPyConnection, source: PriceSource, error: BaseException, ingested_at: datetime
-) -> FileOutcome:
-    """A file still unreadable after the task's retries: quarantined for tonight, not registered (so the
-    next run reads it again)."""
-    path = Path(source.path)
-    outcome = FileOutcome(DATASET, str(path), "", "quarantined", provider=source.provider, format=source.format)
-    message = f"{path.name}: I/O error after retries: {describe_error(error)} ({path})"
-    return _quarantine_whole_file(con, outcome, path, message, ingested_at, None)
+    overrides: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Adapter records -> normalised rows (sql/prices/normalise.sql in a private in-memory DuckDB), one per
+    record in the records' order: the same SQL the ingest runs, for callers without a warehouse."""
+    file = FileContext(FileSource(Path(source_file)), sha256, ingested_at)
+    with duckdb.connect() as con:
+        con.execute("set timezone = 'UTC'")
+        records = conform(records).with_row_index(ROW_KEY)
+        with (
+            registered(con, "file_records", records.to_arrow()),
+            registered(con, "price_aliases", aliases.select("alias", "gpu").to_arrow()),
+            registered(con, "instance_overrides", (read_overrides() if overrides is None else overrides).to_arrow()),
+        ):
+            return query(con, "prices/normalise", _normalise_params(file)).pl().drop("raw_values")
 
 
 def ingest_price_file(
     con: duckdb.DuckDBPyConnection,
-    source: PriceSource,
+    source: FileSource,
     aliases: pl.DataFrame,
     ingested_at: datetime,
 ) -> FileOutcome:
-    path = Path(source.path)
-    outcome = FileOutcome(
-        dataset=DATASET,
-        source_file=str(path),
-        content_sha256="",
-        status="loaded",
-        provider=source.provider,
-        format=source.format,
-    )
-    try:
-        sha = content_sha256(path)
-        size_bytes = path.stat().st_size
-    except OSError as error:
-        if is_transient(error):
-            raise  # retried by the flow's task (see tasks.files.is_transient)
-        problem = "file not found" if isinstance(error, FileNotFoundError) else describe_error(error)
-        return _quarantine_whole_file(con, outcome, path, f"{path.name}: {problem} ({path})", ingested_at, None)
-    outcome.content_sha256 = sha
-    if already_ingested(con, DATASET, sha):
-        outcome.status = "already_ingested"
-        return outcome
+    """One price file through the lifecycle (the public entry point for one file)."""
+    return ingest_file(con, PriceDataset(aliases), source, ingested_at)
 
-    adapter = registry()[source.format]
-    context = AdapterContext(provider=source.provider, ingest_time=ingested_at, options=source.options or {})
-    try:
-        if size_bytes == 0:
-            raise AdapterError(f"{path.name}: the file is empty")
-        result = adapter(path, context)
-        records = conform(result.records)
-        # raw_values stay out of normalise/stage/validate; row key i = record i (normalise keeps the order)
-        raw = records.select("source_line", "provider", "raw_values").with_row_index(ROW_KEY)
-        staged = stage(con, normalise(records.drop("raw_values"), aliases, str(path), sha, ingested_at))
-        del records
-    except Exception as error:  # noqa: BLE001 - any parse failure quarantines the file, the night goes on
-        if is_transient(error):
-            raise  # an I/O error is not the file's content: retried, never registered as quarantined
-        message = str(error) if isinstance(error, AdapterError) else f"{path.name}: {describe_error(error)}"
-        return _quarantine_whole_file(
-            con, outcome, path, f"cannot read as {source.format}: {message}", ingested_at, size_bytes
-        )
 
-    failures = find_failures(staged, DATASET, ROW_KEY, validation_parameters())
-    reasons = combine_rejections(staged, failures)
-    rejected = staged.join(reasons, on=ROW_KEY, how="inner").join(
-        raw.select(ROW_KEY, "raw_values"), on=ROW_KEY, how="left", maintain_order="left"
-    )
-    accepted = staged.join(reasons, on=ROW_KEY, how="anti")
-
-    outcome.rows_read = staged.height
-    outcome.rows_skipped = sum(result.skipped_by_reason.values())
-    outcome.skipped_by_reason = dict(result.skipped_by_reason)
-    outcome.rows_loaded = accepted.height
-    outcome.rows_quarantined = rejected.height
-    outcome.quarantined_by_reason = count_by_reason(rejected)
-    outcome.notes = list(result.notes)
-    unknown = rejected.filter(pl.col("gpu").is_null())["gpu_name"].unique().drop_nulls().sort().to_list()
-    if unknown:
-        outcome.notes.append(f"unknown GPU names: {', '.join(unknown)}")
-
-    with transaction(con):
-        with registered(con, "raw_prices", raw.drop(ROW_KEY)):
-            execute(con, "prices/insert_raw_records",
-                    {"format": source.format, "content_sha256": sha, "source_file": str(path)})
-        with registered(con, "accepted_prices", accepted):
-            execute(con, "prices/insert_observations")
-        quarantine_rows(con, DATASET, rejected, ingested_at)
-        record_file(con, outcome, size_bytes, ingested_at)
-    return outcome
+def quarantine_unreadable(
+    con: duckdb.DuckDBPyConnection, source: FileSource, error: BaseException, ingested_at: datetime
+) -> FileOutcome:
+    """A price file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
+    return _quarantine_unreadable(con, PriceDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String})),
+                                  source, error, ingested_at)

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from tasks.files import is_transient
+from tasks.ingest.registry import is_transient
 from tasks.telemetry.contract import REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
 
 SOURCE_LINE = "_source_line"  # 1-based line (CSV: where the record starts; JSON Lines) or record (Parquet)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.reference import load_reference_tables, read_aliases
 

@@ -21,7 +21,7 @@ from tasks.prices.adapters import (
     price_history,
     skypilot,
 )
-from tasks.prices.normalise import normalise
+from tasks.prices.ingest import normalise
 from tasks.reference import read_aliases
 from tests.conftest import PRICE_SAMPLES
 

@@ -81,15 +81,15 @@ def pause_after(owner: Any, attribute: str, checkpoint: str) -> None:
 def install_checkpoint(checkpoint: str) -> None:
     """Where each checkpoint is (see CHECKPOINTS)."""
     if checkpoint == "price-file-2-uncommitted":
-        import tasks.prices.ingest as price_ingest
+        import tasks.ingest.lifecycle as lifecycle
 
         # record_file is the last statement of a file's transaction: raw, core and quarantine rows are written
-        pause_before(price_ingest, "record_file", checkpoint, call=2)
+        pause_before(lifecycle, "record_file", checkpoint, call=2)
     elif checkpoint == "telemetry-uncommitted":
-        import tasks.telemetry.ingest as telemetry_ingest
+        import tasks.ingest.lifecycle as lifecycle
 
         # after the runs were archived, deleted and re-inserted, before the commit
-        pause_before(telemetry_ingest, "record_file", checkpoint)
+        pause_before(lifecycle, "record_file", checkpoint)
     elif checkpoint == "train-candidate-logged":
         import tasks.model.training as training
 

@@ -35,7 +35,7 @@ def test_nightly_keeps_the_champion_when_mlflow_is_locked_and_retries_a_transien
 ) -> None:
     """One nightly run, two faults: the MLflow store is locked by another writer for the whole run (training
     gives up after MLflow's 20 s SQLite busy timeout), and reading the first price file fails once with EIO."""
-    import tasks.prices.ingest as price_ingest
+    import tasks.ingest.lifecycle as price_ingest
     from flows.nightly import nightly
 
     home = work_home.restore("base")

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.reference import read_aliases
 from tests.reliability.helpers import whole_file_violations

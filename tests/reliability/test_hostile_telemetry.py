@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.reference import read_aliases
 from tasks.telemetry.ingest import ingest_telemetry_file
 from tests.conftest import TELEMETRY_SAMPLES

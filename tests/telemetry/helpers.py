@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 from tasks.reference import read_aliases
 from tasks.telemetry.ingest import ingest_telemetry_file
 from tests.conftest import TELEMETRY_SAMPLES

@@ -1,0 +1,58 @@
+"""Same inputs, same warehouse rows? Ingest a fixed set of files (every configured sample price list and
+telemetry file, plus generated benchmark files) into a fresh warehouse with a fixed ingest time, then print
+one line per warehouse table of the raw, core and quarantine layers: rows and an order-free checksum (sum of
+the hashes of each row's text).
+
+Uses only the public ingest entry points, so the same script runs against an older checkout:
+    PYTHONPATH=/path/to/old/checkout python bench/warehouse_checksums.py OUT_DIR
+and the two outputs are compared line by line (`diff`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+INGESTED_AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+GENERATED_ROWS = 20_000
+
+
+def main(work: Path) -> None:
+    home = work / "home"
+    if home.exists():
+        import shutil
+
+        shutil.rmtree(home)
+    os.environ["GPUCOST_HOME"] = str(home)
+    from bench.generate import write_skypilot_prices, write_telemetry
+    from tasks.prices.ingest import PriceSource, ingest_price_file
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.sources import configured_price_sources, configured_telemetry_paths
+    from tasks.telemetry.ingest import ingest_telemetry_file
+    from tasks.warehouse import connect
+
+    generated = work / "generated"
+    sky = write_skypilot_prices(generated / "skypilot.csv", GENERATED_ROWS)
+    runs = [write_telemetry(generated / f"runs.{suffix}", GENERATED_ROWS) for suffix in ("csv", "parquet")]
+    con = connect()
+    load_reference_tables(con)
+    aliases = read_aliases()
+    for source in [*configured_price_sources(), PriceSource(sky, "aws", "skypilot")]:
+        ingest_price_file(con, source, aliases, INGESTED_AT)
+    for path in [*configured_telemetry_paths(), *runs]:
+        ingest_telemetry_file(con, path, aliases, INGESTED_AT)
+    tables = con.table("information_schema.tables").filter(
+        "table_schema in ('raw', 'core', 'quarantine') and table_type = 'BASE TABLE'"
+    ).project("table_schema || '.' || table_name as name").order("name").fetchall()
+    for (table,) in tables:
+        # the row as text (every column, JSON included), hashed, summed: independent of row order
+        rows = con.table(table).project("cast(struct_pack(*COLUMNS(*)) as varchar) as row_text")
+        count, checksum = rows.aggregate("count(*), sum(hash(row_text))").fetchall()[0]
+        print(f"{table}\t{count}\t{checksum}")
+    con.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,17 @@
+-- The rows Great Expectations re-validates: failing rows (up to $rows) and the file's first $rows rows.
+create or replace table staging.crosscheck_ids as
+with failing as (
+    select _row_id from staging.suite_failures order by _row_id limit $rows
+),
+
+first_rows as (
+    select _row_id from staging.file_rows order by _row_id limit $rows
+),
+
+final as (
+    select _row_id from failing
+    union
+    select _row_id from first_rows
+)
+
+select * from final

@@ -1,0 +1,14 @@
+-- One row per staged row that failed the suite: its failed checks joined in suite order.
+-- `suite_check_rows` is the view tasks/ingest/validation.py builds from the suite (one row per failed check).
+create or replace table staging.suite_failures as
+with checks as (
+    select * from suite_check_rows
+),
+
+final as (
+    select _row_id, string_agg(failed_check, '; ' order by check_order) as failed_check
+    from checks
+    group by _row_id
+)
+
+select * from final

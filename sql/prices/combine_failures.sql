@@ -1,0 +1,19 @@
+-- One failed_check per rejected price row. The adapter's own reason, where it gave one, is the cause (its
+-- missing price or GPU would only repeat it as suite failures); otherwise the suite's checks.
+create or replace table staging.file_failures as
+with staged as (
+    select _row_id, rejected_reason from staging.file_rows
+),
+
+suite as (
+    select * from staging.suite_failures
+),
+
+final as (
+    select staged._row_id, coalesce(staged.rejected_reason, suite.failed_check) as failed_check
+    from staged
+    left join suite on staged._row_id = suite._row_id
+    where staged.rejected_reason is not null or suite.failed_check is not null
+)
+
+select * from final

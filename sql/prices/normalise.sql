@@ -1,0 +1,63 @@
+-- Adapter records -> the normalised price shape: canonical GPU, price per GPU-hour, file identity.
+-- The per-GPU price is computed here and nowhere else, and GPU names that one alias cannot settle (the same
+-- 'A100' string on a 40 GB PCIe and a 40 GB SXM part) are settled here, once, by instance type
+-- (data/reference/gpu_instance_overrides.csv: the first matching pattern, whole name, wins).
+-- Relations (registered by tasks/prices/ingest.py): `file_records` (the adapter's columns, row key _row_id),
+-- `price_aliases` (alias, gpu), `instance_overrides` (override_order, provider, instance_type_pattern, gpu,
+-- gpu_count). Parameters: $source_file, $sha, $ingested_at.
+with records as (
+    select * from file_records
+),
+
+matched_overrides as (
+    select
+        records._row_id,
+        overrides.gpu                                    as override_gpu,
+        try_cast(overrides.gpu_count as double)          as override_gpu_count,
+        row_number() over (partition by records._row_id order by overrides.override_order) as pick
+    from records
+    inner join instance_overrides as overrides
+        on records.provider = overrides.provider
+        and regexp_full_match(records.instance_type, overrides.instance_type_pattern)
+),
+
+resolved as (
+    select
+        records.* exclude (gpu_count),
+        coalesce(matched.override_gpu, aliases.gpu)                      as gpu,
+        coalesce(matched.override_gpu_count, records.gpu_count)          as gpu_count   -- GPUs per instance
+    from records
+    left join price_aliases as aliases on records.gpu_name = aliases.alias
+    left join matched_overrides as matched on records._row_id = matched._row_id and matched.pick = 1
+),
+
+final as (
+    select
+        _row_id,
+        provider,
+        region,
+        zone,
+        instance_type,
+        gpu,
+        gpu_name,
+        gpu_count,
+        gpu_memory_gb,                                                    -- GB per GPU
+        vcpus,
+        memory_gb,                                                        -- GiB host RAM
+        pricing,
+        usd_per_hour,                                                     -- USD per instance-hour
+        case when gpu_count > 0 then usd_per_hour / gpu_count end as usd_per_gpu_hour,  -- USD per GPU-hour
+        coalesce(currency, 'USD')                                         as currency,
+        coalesce(observed_at, $ingested_at::timestamptz)                  as observed_at,  -- UTC
+        electricity_usd_per_kwh,                                          -- USD per kWh (owned GPUs)
+        pue,
+        $source_file                                                      as source_file,
+        source_line,
+        $sha                                                              as content_sha256,
+        $ingested_at::timestamptz                                         as ingested_at,   -- UTC
+        rejected_reason,
+        raw_values
+    from resolved
+)
+
+select * from final order by _row_id

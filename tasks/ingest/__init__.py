@@ -1,0 +1,7 @@
+"""The one ingest lifecycle every dataset shares (lifecycle.py), the file registry (registry.py), quarantine
+(quarantine.py) and validation against the suites in expectations/ (validation.py).
+
+A dataset supplies a `lifecycle.Dataset` (tasks/prices/ingest.py, tasks/telemetry/ingest.py); callers use
+`lifecycle.ingest_file(con, dataset, FileSource(path, provider, format), ingested_at)`, or the datasets'
+own entry points (`tasks.prices.ingest.ingest_price_files`, `tasks.telemetry.ingest.ingest_telemetry_file`).
+"""

@@ -1,0 +1,44 @@
+"""Quarantine: failing rows and unreadable files are stored with their reason, never dropped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from tasks.warehouse import execute, query
+
+
+def quarantine_staged_rows(
+    con: duckdb.DuckDBPyConnection, dataset: str, source_file: str, sha256: str, quarantined_at: datetime
+) -> None:
+    """Store the staged rows that failed a check (staging.file_rows joined to staging.file_failures)."""
+    execute(con, "ingest/insert_rejected_rows", {
+        "dataset": dataset, "source_file": source_file, "sha": sha256, "quarantined_at": quarantined_at,
+    })
+
+
+def quarantine_file(
+    con: duckdb.DuckDBPyConnection,
+    dataset: str,
+    source_file: str,
+    sha256: str | None,
+    error: str,
+    quarantined_at: datetime,
+) -> None:
+    execute(
+        con,
+        "common/insert_rejected_file",
+        {
+            "dataset": dataset,
+            "source_file": source_file,
+            "sha": sha256,
+            "error": error,
+            "quarantined_at": quarantined_at,
+        },
+    )
+
+
+def count_by_reason(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Rejected rows of the file being ingested per failed check, most frequent first."""
+    return dict(query(con, "ingest/failures_by_reason").fetchall())

@@ -1,0 +1,224 @@
+"""Validation with the suites in `expectations/` (GX's own suite JSON), at the speed of the staged tables.
+
+The suites are the contract and the source of every quarantine reason. Each expectation of a suite is
+evaluated over the whole staged file by DuckDB (`suite_checks`: one vectorised condition per expectation,
+built from the suite's own kwargs, with GX's semantics: nulls and NaN are "missing", `between` ignores them),
+and Great Expectations itself validates a bounded cross-check sample of the same rows (every failing row
+up to a cap plus the first rows of the file); any disagreement between the two stops the ingest with
+SuiteError. tests/ingest/test_validation.py shows both give the same failing rows on the hostile corpus.
+
+(GX over DuckDB through SQLAlchemy fails most expectations; a pandas batch does not.)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from tasks.settings import EXPECTATIONS_DIR
+from tasks.warehouse import execute
+
+ROW_KEY = "_row_id"
+
+
+@cache
+def load_suite_definition(name: str) -> dict[str, Any]:
+    """The suite `expectations/<name>.json` as a dict (GX's own suite JSON: name, expectations)."""
+    path = EXPECTATIONS_DIR / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"expectation suite {path} is missing")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@cache
+def _batch_definition():  # noqa: ANN202 - GX types are heavy to import at module level
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    asset = context.data_sources.add_pandas("frames").add_dataframe_asset("frame")
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+def describe_check(expectation_type: str, kwargs: dict[str, Any], meta: dict[str, Any]) -> str:
+    """A quarantine reason a person understands: the expectation, its column, and why it exists."""
+    column = kwargs.get("column", "")
+    reason = meta.get("reason", "")
+    label = f"{expectation_type}({column})" if column else expectation_type
+    return f"{label}: {reason}" if reason else label
+
+
+class SuiteError(RuntimeError):
+    """An expectation could not be evaluated at all (e.g. its column is missing): a bug or a bad suite."""
+
+
+def find_failures(
+    frame: pl.DataFrame,
+    suite_name: str,
+    key: str = ROW_KEY,
+    parameters: dict[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Validate `frame` with the named suite. Returns one row per failing record:
+    `key` and `failed_check` (all failed checks of that record, joined by '; ').
+
+    `parameters` fills the suite's `{"$PARAMETER": name}` placeholders (thresholds from config)."""
+    import great_expectations as gx
+
+    empty = pl.DataFrame(schema={key: frame.schema[key], "failed_check": pl.String})
+    if frame.height == 0:
+        return empty
+    definition = load_suite_definition(suite_name)
+    suite = gx.ExpectationSuite(
+        name=definition["name"], expectations=[dict(e) for e in definition["expectations"]]
+    )
+    columns = sorted({e["kwargs"]["column"] for e in definition["expectations"] if "column" in e["kwargs"]})
+    batch = _batch_definition().get_batch(
+        batch_parameters={"dataframe": frame.select([key, *columns]).to_pandas()}
+    )
+    result = batch.validate(
+        suite,
+        result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [key]},
+        expectation_parameters=parameters or {},
+    )
+    keys: list[Any] = []
+    checks: list[str] = []
+    for outcome in result.results:
+        if outcome.success:
+            continue
+        config = outcome.expectation_config
+        if outcome.exception_info and outcome.exception_info.get("raised_exception"):
+            raise SuiteError(
+                f"suite {suite_name}: {config.type} on {config.kwargs.get('column')!r} could not run: "
+                f"{outcome.exception_info.get('exception_message')}"
+            )
+        label = describe_check(config.type, config.kwargs, config.meta or {})
+        unexpected = outcome.result.get("unexpected_index_list")
+        if unexpected is None:
+            # A table-level expectation (no per-row answer): every row fails it.
+            unexpected = [{key: value} for value in frame[key].to_list()]
+        for entry in unexpected:
+            keys.append(entry[key])
+            checks.append(label)
+    if not keys:
+        return empty
+    failures = pl.DataFrame({key: keys, "failed_check": checks}, schema=empty.schema)
+    return failures.group_by(key, maintain_order=True).agg(pl.col("failed_check").str.join("; "))
+
+
+# Rows Great Expectations re-validates per file: failing rows (up to the cap) plus the file's first rows.
+CROSSCHECK_ROWS = 2_000
+SUPPORTED = (
+    "expect_column_values_to_not_be_null",
+    "expect_column_values_to_be_null",
+    "expect_column_values_to_be_between",
+    "expect_column_values_to_be_in_set",
+)
+
+
+def _parameter(value: Any, parameters: dict[str, Any]) -> Any:
+    if isinstance(value, dict) and "$PARAMETER" in value:
+        return parameters[value["$PARAMETER"]]
+    return value
+
+
+def suite_checks(
+    suite_name: str, types: dict[str, str], parameters: dict[str, Any] | None = None
+) -> list[tuple[str, duckdb.Expression]]:
+    """(quarantine reason, condition true on a failing row) per expectation, in the suite's order.
+
+    `types` are the staged columns' DuckDB types. GX (pandas) semantics: null and NaN are missing values;
+    `not_be_null` fails them, `be_null` accepts them, `between` and `in_set` skip them."""
+    parameters = parameters or {}
+    checks: list[tuple[str, duckdb.Expression]] = []
+    for expectation in load_suite_definition(suite_name)["expectations"]:
+        kind, kwargs = expectation["type"], expectation["kwargs"]
+        if kind not in SUPPORTED:
+            raise SuiteError(f"suite {suite_name}: {kind} has no SQL evaluation (supported: {', '.join(SUPPORTED)})")
+        column = kwargs["column"]
+        if column not in types:
+            raise SuiteError(f"suite {suite_name}: {kind} on {column!r} could not run: no such staged column")
+        value = duckdb.ColumnExpression(column)
+        missing = value.isnull()
+        if types[column] in ("DOUBLE", "FLOAT"):
+            missing = missing | duckdb.FunctionExpression("isnan", value)
+        if kind == "expect_column_values_to_not_be_null":
+            failing = missing
+        elif kind == "expect_column_values_to_be_null":
+            failing = ~missing
+        elif kind == "expect_column_values_to_be_in_set":
+            allowed = [duckdb.ConstantExpression(v) for v in kwargs["value_set"]]
+            failing = ~missing & ~value.isin(*allowed)
+        else:
+            outside = duckdb.ConstantExpression(False)
+            low, high = _parameter(kwargs.get("min_value"), parameters), _parameter(kwargs.get("max_value"), parameters)
+            if low is not None:
+                bound = duckdb.ConstantExpression(float(low))
+                outside = outside | ((value <= bound) if kwargs.get("strict_min") else (value < bound))
+            if high is not None:
+                bound = duckdb.ConstantExpression(float(high))
+                outside = outside | ((value >= bound) if kwargs.get("strict_max") else (value > bound))
+            failing = ~missing & outside
+        checks.append((describe_check(kind, kwargs, expectation.get("meta") or {}), failing))
+    return checks
+
+
+def suite_columns(suite_name: str) -> list[str]:
+    definition = load_suite_definition(suite_name)
+    return sorted({e["kwargs"]["column"] for e in definition["expectations"] if "column" in e["kwargs"]})
+
+
+def validate_staged(
+    con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
+) -> None:
+    """Evaluate the suite over `staging.file_rows` into `staging.suite_failures` (_row_id, failed_check: the
+    failed checks of the row joined by '; ' in suite order), then cross-check a sample with GX itself."""
+    staged = con.table("staging.file_rows")
+    types = {name: str(kind) for name, kind in zip(staged.columns, staged.types, strict=True)}
+    checks = suite_checks(suite_name, types, parameters)
+    failing: duckdb.DuckDBPyRelation | None = None
+    for order, (label, condition) in enumerate(checks):
+        rows = staged.filter(condition).select(
+            duckdb.ColumnExpression(ROW_KEY),
+            duckdb.ConstantExpression(order).alias("check_order"),
+            duckdb.ConstantExpression(label).alias("failed_check"),
+        )
+        failing = rows if failing is None else failing.union(rows)
+    assert failing is not None, f"suite {suite_name} has no expectations"
+    failing.create_view("suite_check_rows", replace=True)
+    try:
+        execute(con, "ingest/suite_failures")
+    finally:
+        con.execute("drop view if exists suite_check_rows")
+    crosscheck_with_gx(con, suite_name, parameters)
+
+
+def crosscheck_with_gx(
+    con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
+) -> None:
+    """GX validates a bounded sample of the staged rows; its failing rows and checks must equal DuckDB's."""
+    execute(con, "ingest/crosscheck_sample", {"rows": CROSSCHECK_ROWS})
+    sample = (
+        con.table("staging.file_rows")
+        .join(con.table("staging.crosscheck_ids"), ROW_KEY)
+        .select(*[duckdb.ColumnExpression(c) for c in (ROW_KEY, *suite_columns(suite_name))])
+        .pl()
+    )
+    expected = con.table("staging.suite_failures").join(con.table("staging.crosscheck_ids"), ROW_KEY).pl()
+    con.execute("drop table staging.crosscheck_ids")
+    by_gx = find_failures(sample, suite_name, ROW_KEY, parameters)
+    if _pairs(by_gx) != _pairs(expected):
+        differing = sorted(_pairs(by_gx) ^ _pairs(expected))[:3]
+        raise SuiteError(f"suite {suite_name}: DuckDB and Great Expectations disagree on {differing}")
+
+
+def _pairs(failures: pl.DataFrame) -> set[tuple[int, str]]:
+    """(row, check) pairs of a failures frame (checks joined by '; ' split apart: GX orders them its own way)."""
+    exploded = failures.select(ROW_KEY, pl.col("failed_check").str.split("; ")).explode("failed_check")
+    return set(zip(exploded[ROW_KEY].to_list(), exploded["failed_check"].to_list(), strict=True))
