@@ -11,6 +11,7 @@ and the two outputs are compared line by line (`diff`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,17 +22,22 @@ GENERATED_ROWS = 20_000
 
 def main(work: Path) -> None:
     home = work / "home"
-    if home.exists():
-        import shutil
-
-        shutil.rmtree(home)
+    shutil.rmtree(home, ignore_errors=True)
     os.environ["GPUCOST_HOME"] = str(home)
     from bench.generate import write_skypilot_prices, write_telemetry
     from tasks.prices.ingest import PriceSource, ingest_price_file
     from tasks.reference import load_reference_tables, read_aliases
     from tasks.sources import configured_price_sources, configured_telemetry_paths
     from tasks.telemetry.ingest import ingest_telemetry_file
+    from tasks.settings import PROJECT_ROOT
     from tasks.warehouse import connect
+
+    def moved(path: Path) -> Path:
+        """The input copied under `work` (source_file is stored: both checkouts must read the same paths)."""
+        target = work / "inputs" / Path(path).resolve().relative_to(PROJECT_ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        return target
 
     generated = work / "generated"
     sky = write_skypilot_prices(generated / "skypilot.csv", GENERATED_ROWS)
@@ -39,16 +45,26 @@ def main(work: Path) -> None:
     con = connect()
     load_reference_tables(con)
     aliases = read_aliases()
-    for source in [*configured_price_sources(), PriceSource(sky, "aws", "skypilot")]:
+    prices = [
+        PriceSource(moved(s.path), s.provider, s.format,
+                    {k: str(moved(Path(v))) if k.endswith(("_vms", "_path", "_file")) else v
+                     for k, v in (s.options or {}).items()} or None)
+        for s in configured_price_sources()
+    ]
+    for source in [*prices, PriceSource(sky, "aws", "skypilot")]:
         ingest_price_file(con, source, aliases, INGESTED_AT)
-    for path in [*configured_telemetry_paths(), *runs]:
+    for path in [*map(moved, configured_telemetry_paths()), *runs]:
         ingest_telemetry_file(con, path, aliases, INGESTED_AT)
     tables = con.table("information_schema.tables").filter(
         "table_schema in ('raw', 'core', 'quarantine') and table_type = 'BASE TABLE'"
     ).project("table_schema || '.' || table_name as name").order("name").fetchall()
     for (table,) in tables:
         # the row as text (every column, JSON included), hashed, summed: independent of row order
-        rows = con.table(table).project("cast(struct_pack(*COLUMNS(*)) as varchar) as row_text")
+        relation = con.table(table)
+        if table == "raw.ingested_files":  # {reason: count} as a set: the key order says nothing
+            relation = relation.project("* replace (to_json(map_from_entries(list_sort(map_entries("
+                                        "skipped_by_reason::map(varchar, bigint))))) as skipped_by_reason)")
+        rows = relation.project("cast(struct_pack(*COLUMNS(*)) as varchar) as row_text")
         count, checksum = rows.aggregate("count(*), sum(hash(row_text))").fetchall()[0]
         print(f"{table}\t{count}\t{checksum}")
     con.close()
