@@ -27,9 +27,9 @@ def main(work: Path) -> None:
     from bench.generate import write_skypilot_prices, write_telemetry
     from tasks.prices.ingest import PriceSource, ingest_price_file
     from tasks.reference import load_reference_tables, read_aliases
+    from tasks.settings import PROJECT_ROOT
     from tasks.sources import configured_price_sources, configured_telemetry_paths
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.settings import PROJECT_ROOT
     from tasks.warehouse import connect
 
     def moved(path: Path) -> Path:

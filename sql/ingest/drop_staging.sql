@@ -3,3 +3,7 @@ drop table if exists staging.file_records;
 drop table if exists staging.file_rows;
 drop table if exists staging.suite_failures;
 drop table if exists staging.file_failures;
+drop view if exists file_records;
+drop view if exists skypilot_catalog;
+drop view if exists skypilot_columns;
+drop table if exists staging.price_file;

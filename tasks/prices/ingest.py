@@ -54,14 +54,20 @@ class PriceDataset(Dataset):
         source, path = file.source, Path(file.source.path)
         if path.stat().st_size == 0:
             raise FileError(f"cannot read as {source.format}: {path.name}: the file is empty")
-        adapter = registry()[str(source.format)]
         context = AdapterContext(
             provider=str(source.provider), ingest_time=file.ingested_at, options=source.options or {}
         )
-        result = adapter(path, context)
-        records = conform(result.records).with_row_index(ROW_KEY)
-        stage_records(con, records, self.aliases, self.overrides, file)
-        return Staged(rows_read=records.height, skipped_by_reason=dict(result.skipped_by_reason),
+        reader = duckdb_readers().get(str(source.format))
+        result = reader(con, path, context) if reader else None
+        if result is None:  # an adapter that returns its records as a frame
+            result = registry()[str(source.format)](path, context)
+            records = conform(result.records).with_row_index(ROW_KEY)
+            with registered(con, "adapter_records", records.to_arrow()):
+                execute(con, "prices/stage_adapter_records")
+        execute(con, "prices/file_records_view")
+        stage_records(con, self.aliases, self.overrides, file)
+        rows_read = con.table("staging.file_records").aggregate("count(*)").fetchall()[0][0]
+        return Staged(rows_read=rows_read, skipped_by_reason=dict(result.skipped_by_reason),
                       notes=list(result.notes))
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
@@ -88,16 +94,18 @@ def _normalise_params(file: FileContext) -> dict[str, Any]:
     return {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
 
 
+def duckdb_readers() -> dict[str, Any]:
+    """Formats whose adapter reads the file with DuckDB straight into staging.file_records (the big files)."""
+    from tasks.prices.adapters import skypilot
+
+    return {"skypilot": skypilot.read_into_duckdb}
+
+
 def stage_records(
-    con: duckdb.DuckDBPyConnection,
-    records: pl.DataFrame,
-    aliases: pl.DataFrame,
-    overrides: pl.DataFrame,
-    file: FileContext,
+    con: duckdb.DuckDBPyConnection, aliases: pl.DataFrame, overrides: pl.DataFrame, file: FileContext
 ) -> None:
-    """Adapter records -> staging.file_rows: normalised (SQL), with the price move against history."""
+    """Adapter records (`file_records`) -> staging.file_rows: normalised (SQL), with the price move."""
     with (
-        registered(con, "file_records", records.to_arrow()),
         registered(con, "price_aliases", aliases.to_arrow()),
         registered(con, "instance_overrides", overrides.to_arrow()),
     ):

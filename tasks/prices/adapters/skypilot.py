@@ -17,9 +17,18 @@ import ast
 from functools import lru_cache
 from pathlib import Path
 
+import duckdb
 import polars as pl
 
-from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, require_columns
+from tasks.prices.adapters import (
+    AdapterContext,
+    AdapterError,
+    AdapterResult,
+    conform,
+    empty_records,
+    read_csv_text,
+    require_columns,
+)
 from tasks.settings import REFERENCE_DIR
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
@@ -177,3 +186,40 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     if records.height == 0 and frame.height > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {frame.height} rows")
     return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
+
+
+OPTIONAL = ("AvailabilityZone", "InstanceType", "vCPUs", "MemoryGiB", "GpuInfo", "SpotPrice")
+
+
+def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult | None:
+    """The catalog read and turned into adapter records by DuckDB (staging.file_records; sql/prices/
+    skypilot_records.sql), the file never passing through Python. None when the catalog has GCP
+    accelerator-only rows: their host VM join is priced by `parse` (GCP catalogs are ~1 MB)."""
+    from tasks.warehouse import execute, query
+
+    try:
+        execute(con, "prices/read_csv_text", {"path": str(path), "skip": 0})
+    except duckdb.Error as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise AdapterError(f"{path.name}: not a readable CSV file: {first_line}") from error
+    catalog = con.table("staging.price_file")
+    missing = [c for c in REQUIRED if c not in catalog.columns]
+    if missing:
+        raise AdapterError(f"{path.name}: not a SkyPilot catalog: missing column(s) {', '.join(missing)}")
+    rows, accelerator_rows, cpu_only = query(con, "prices/skypilot_counts").fetchall()[0]
+    if accelerator_rows:
+        return None
+    text = duckdb.sqltype("VARCHAR")
+    columns = catalog.project("rowid as _order, *")
+    columns = columns.project(
+        *[duckdb.ColumnExpression(c) for c in columns.columns],
+        *[duckdb.ConstantExpression(None).cast(text).alias(c) for c in OPTIONAL if c not in catalog.columns],
+    )
+    columns.create_view("skypilot_columns", replace=True)
+    execute(con, "prices/skypilot_catalog")
+    execute(con, "prices/skypilot_records", {"provider": context.provider})
+    offers = con.table("staging.file_records").aggregate("count(*)").fetchall()[0][0]
+    if offers == 0 and rows > 0:
+        raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
+    return AdapterResult(records=empty_records(), skipped_by_reason=(
+        {"no GPU (CPU-only instance)": cpu_only} if cpu_only else {}))
