@@ -1,4 +1,4 @@
--- Every record of the telemetry file as read (`read_records` registered by tasks/telemetry/ingest.py).
+-- Every record of the telemetry file as read (the lifecycle's staging.file_records).
 create or replace table staging.file_records as
 select _row_id, _source_line as source_line, _raw_values as raw_values
-from read_records
+from staging.telemetry_records

@@ -1,9 +1,13 @@
--- The staged telemetry rows the suite validates: each normalised run (`normalised_runs`, registered by
--- tasks/telemetry/ingest.py) with its record as read, the GPU's peak for the precision and the checked
--- columns. Formulas: sql/ddl/041_flops_macros.sql.
+-- The staged telemetry rows the suite validates: each normalised run (staging.normalised_runs, written by
+-- tasks/telemetry/ingest.py) except identical extra duplicates, with its record as read, a conflicting
+-- duplicate's reason, the GPU's peak for the precision and the checked columns.
+-- Formulas: sql/ddl/041_flops_macros.sql.
 create or replace table staging.file_rows as
 with runs as (
-    select * from normalised_runs
+    select normalised.*, duplicates.rejected_reason
+    from staging.normalised_runs as normalised
+    left join staging.run_duplicates as duplicates on normalised._row_id = duplicates._row_id
+    where duplicates.duplicate is distinct from 'identical'
 ),
 
 records as (
@@ -44,4 +48,6 @@ final as (
     left join records on peaks._row_id = records._row_id
 )
 
-select * from final order by _row_id
+select * from final order by _row_id;
+
+drop table staging.normalised_runs;

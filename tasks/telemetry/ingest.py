@@ -21,9 +21,18 @@ from tasks.ingest.validation import ROW_KEY
 from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
-from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE, TelemetryFileError, file_format, read_telemetry
+from tasks.telemetry.readers import (
+    SOURCE_LINE,
+    TelemetryFileError,
+    check_required_columns,
+    file_format,
+    read_into_duckdb,
+    read_telemetry,
+)
 from tasks.warehouse import execute, query, registered
 
+# Records normalised at a time (polars, in memory): bounds memory whatever the file size.
+CHUNK_ROWS = 250_000
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
 
 
@@ -48,31 +57,6 @@ def record_hashes(con: duckdb.DuckDBPyConnection, normalised: pl.DataFrame) -> p
         return query(con, "telemetry/record_hashes").pl()["record_hash"]
 
 
-def duplicate_runs(staged: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rows sharing a run_id in one file: (conflicting -> ROW_KEY + rejected_reason, identical extras -> ROW_KEY)."""
-    keyed = staged.filter(pl.col("run_id").is_not_null()).select(ROW_KEY, "run_id", "record_hash", "source_line")
-    groups = keyed.group_by("run_id").agg(pl.len().alias("rows"), pl.col("record_hash").n_unique().alias("versions"))
-    in_conflict = keyed.join(groups.filter(pl.col("versions") > 1), on="run_id")
-    lines = in_conflict.group_by("run_id").agg(
-        pl.col("source_line").sort().cast(pl.String).str.join(", ").alias("lines")
-    )
-    conflicting = (
-        in_conflict.join(lines, on="run_id")
-        .select(
-            ROW_KEY,
-            pl.format("duplicate run_id in one file with conflicting values (lines {}): none is loaded", "lines")
-            .alias("rejected_reason"),
-        )
-    )
-    identical = (
-        keyed.join(groups.filter((pl.col("versions") == 1) & (pl.col("rows") > 1)), on="run_id")
-        .sort("source_line")
-        .filter(pl.col("run_id").is_first_distinct().not_())
-        .select(ROW_KEY)
-    )
-    return conflicting, identical
-
-
 class TelemetryDataset(Dataset):
     name = "telemetry"
     suite = "telemetry"
@@ -91,34 +75,43 @@ class TelemetryDataset(Dataset):
         return dict(load_config("telemetry")["validation"])
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
+        path = Path(file.source.path)
         try:
-            records = read_telemetry(Path(file.source.path)).with_row_index(ROW_KEY)
+            if read_into_duckdb(con, path):
+                check_required_columns(con.table("staging.telemetry_records").columns)
+            else:  # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
+                records = read_telemetry(path).with_row_index(ROW_KEY)
+                with registered(con, "read_records", as_arrow(records)):
+                    execute(con, "telemetry/stage_polars_records")
+                del records
         except TelemetryFileError as error:
             raise FileError(error.args[0]) from error
-        with registered(con, "read_records", as_arrow(records.select(ROW_KEY, SOURCE_LINE, RAW_VALUES))):
-            execute(con, "telemetry/stage_records")
+        execute(con, "telemetry/stage_records")
         try:
-            normalised, identical = self._normalise(con, records)
+            rows = self._normalise_in_chunks(con)
         except Exception as error:  # noqa: BLE001 - a value nothing expected: this file is quarantined
             if is_transient(error):
                 raise
             raise FileError(f"cannot normalise: {describe_error(error)}") from error
-        with registered(con, "normalised_runs", as_arrow(normalised)):
-            execute(con, "telemetry/stage_runs")
+        execute(con, "telemetry/duplicate_runs")
+        execute(con, "telemetry/stage_runs")
+        identical = query(con, "telemetry/count_identical_duplicates").fetchall()[0][0]
+        execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
-        return Staged(rows_read=records.height, skipped_by_reason=skipped)
+        return Staged(rows_read=rows, skipped_by_reason=skipped)
 
-    def _normalise(self, con: duckdb.DuckDBPyConnection, records: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-        """Records -> normalised candidate runs (identical extra duplicates left out) with record hash, source
-        line and the conflict reason of conflicting duplicates; and how many identical extras were left out."""
-        contract = [c for c in records.columns if c in INPUT_KINDS]
-        normalised = normalise_runs(records.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
-        normalised = normalised.with_columns(record_hashes(con, normalised), source_line=records[SOURCE_LINE])
-        conflicting, identical = duplicate_runs(normalised)
-        candidates = normalised.join(identical, on=ROW_KEY, how="anti").join(
-            conflicting, on=ROW_KEY, how="left", maintain_order="left"
-        )
-        return candidates, identical.height
+    def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection) -> int:
+        """staging.telemetry_records -> staging.normalised_runs (contract values, record hash, source line),
+        CHUNK_ROWS records at a time so that memory does not grow with the file. Returns the records read."""
+        rows = con.table("staging.telemetry_records").aggregate("count(*)").fetchall()[0][0]
+        for first in range(0, max(rows, 1), CHUNK_ROWS):
+            chunk = query(con, "telemetry/record_chunk", {"first": first, "last": first + CHUNK_ROWS}).pl()
+            contract = [c for c in chunk.columns if c in INPUT_KINDS]
+            normalised = normalise_runs(chunk.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
+            normalised = normalised.with_columns(record_hashes(con, normalised), source_line=chunk[SOURCE_LINE])
+            with registered(con, "normalised_chunk", as_arrow(normalised)):
+                execute(con, "telemetry/append_normalised" if first else "telemetry/create_normalised")
+        return rows
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
         return f"unreadable file: {describe_error(error)}"

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from tasks.ingest.registry import is_transient
@@ -233,3 +234,84 @@ def read_telemetry(path: Path) -> pl.DataFrame:
         raise TelemetryFileError(f"unreadable file: {type(error).__name__}: {error}") from error
     check_required_columns([c for c in frame.columns if c not in (SOURCE_LINE, RAW_VALUES)])
     return frame
+
+
+# Parquet column types the DuckDB path turns into text the way the row-wise reader does (str(value));
+# any other type (nested, decimal, dates, binary) takes the polars/Python reader.
+SCALAR_TYPES = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT",
+                "UTINYINT", "DOUBLE", "FLOAT", "BOOLEAN")
+SCAN_BYTES = 1 << 20
+
+
+def _plain_csv(path: Path) -> bool:
+    """True when the file has no quotes, no lone CR and no empty line: then its records are its lines, and
+    DuckDB's reader gives exactly what the readers above give (scanned in 1 MiB blocks, not held)."""
+    previous = b""
+    with open(path, "rb") as fh:
+        while block := fh.read(SCAN_BYTES):
+            window = previous + block
+            if b'"' in block or b"\n\n" in window or b"\n\r\n" in window:
+                return False
+            if block.count(b"\r") != window.count(b"\r\n") - previous.count(b"\r\n"):
+                return False
+            previous = block[-2:]
+    return True
+
+
+def _csv_header_plain(path: Path) -> bool:
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        names = fh.readline().rstrip("\r\n").split(",")
+    return bool(names) and all(n == n.strip() and n for n in names) and len(set(names)) == len(names)
+
+
+def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Read the file with DuckDB into staging.telemetry_records: its own columns as text (as `read_telemetry`
+    gives them), SOURCE_LINE, RAW_VALUES and the row key `_row_id`. False when the file needs the general
+    readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
+    reads it with `read_telemetry`. Nothing of the file passes through Python."""
+    from tasks.warehouse import execute, query
+
+    fmt = file_format(path)
+    text = duckdb.sqltype("VARCHAR")
+    try:
+        if fmt == "csv":
+            if not (_plain_csv(path) and _csv_header_plain(path)):
+                return False
+            execute(con, "telemetry/read_csv_text", {"path": str(path)})
+        elif fmt == "parquet":
+            execute(con, "telemetry/read_parquet", {"path": str(path)})
+        else:
+            return False
+    except duckdb.Error:
+        return False  # the general reader names the problem (line, field count, encoding, ...)
+    table = con.table("staging.telemetry_file")
+    types = dict(zip(table.columns, (str(t) for t in table.types), strict=True))
+    if fmt == "parquet" and any(t not in SCALAR_TYPES for t in types.values()):
+        return False
+    cells = []
+    for name, kind in types.items():
+        value = duckdb.ColumnExpression(name)
+        if fmt == "csv":  # a blank cell is missing (as csv.reader + strip in the readers above)
+            blank = duckdb.FunctionExpression("regexp_matches", value, duckdb.ConstantExpression(r"^\s*$"))
+            cells.append(duckdb.CaseExpression(blank, duckdb.ConstantExpression(None).cast(text))
+                         .otherwise(value).alias(name))
+        elif kind == "BOOLEAN":  # str(True) = 'True'
+            cells.append(duckdb.CaseExpression(value, duckdb.ConstantExpression("True"))
+                         .when(~value, duckdb.ConstantExpression("False")).alias(name))
+        else:
+            cells.append(value.cast(text).alias(name))
+    order = duckdb.SQLExpression("rowid").alias("_order")
+    if fmt == "csv":  # the record as JSON: the cells (blank = null) ...
+        table.project(order, *cells).project(
+            duckdb.ColumnExpression("_order"), *[duckdb.ColumnExpression(n) for n in types],
+            duckdb.SQLExpression("to_json(struct_pack(*columns(* exclude (_order))))").alias(RAW_VALUES),
+        ).create_view("telemetry_columns", replace=True)
+    else:  # ... or the typed values (Parquet)
+        table.project(order, *cells, duckdb.SQLExpression("to_json(struct_pack(*columns(*)))").alias(RAW_VALUES)
+                      ).create_view("telemetry_columns", replace=True)
+    execute(con, "telemetry/file_records", {"line_offset": 1 if fmt == "csv" else 0})
+    execute(con, "telemetry/drop_telemetry_file")
+    if fmt == "csv" and query(con, "telemetry/blank_records").fetchall()[0][0]:
+        execute(con, "telemetry/drop_telemetry_records")
+        return False
+    return True

@@ -1,0 +1,3 @@
+-- What staging.file_rows was built from.
+drop table if exists staging.run_duplicates;
+drop table if exists staging.telemetry_records;
