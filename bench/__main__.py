@@ -7,7 +7,8 @@ Sizes come from the environment (defaults = the issue's sizes):
   BENCH_RANK_OFFERS     current offers in the ranking run (default 100000)
   BENCH_RANK_WORKLOADS  workloads in the ranking run (default 10, i.e. 10^6 rows: at 100 workloads = 10^7 rows
                         the ranking SQL needs > 20 GB of RAM, see the README)
-  BENCH_ONLY            comma-separated subset of: prices, telemetry, training, ranking, nightly
+  BENCH_OFFER_BYTES     size of the generated AWS offer CSV (default 2000000000, i.e. 2 GB)
+  BENCH_ONLY            comma-separated subset of: prices, offer, telemetry, training, ranking, nightly
   BENCH_WORK_DIR        generated files and state folders (default bench/results/work)
 """
 
@@ -26,6 +27,7 @@ from bench.report import markdown, targets
 
 SECTIONS = {
     "prices": prices.run,
+    "offer": prices.run_offer,
     "telemetry": telemetry.run,
     "training": training.run,
     "ranking": ranking.run,

@@ -48,6 +48,7 @@ class BenchConfig:
     fit_budget_s: float = field(default_factory=lambda: float(env_int("BENCH_FIT_BUDGET_S", 30)))
     rank_offers: int = field(default_factory=lambda: env_int("BENCH_RANK_OFFERS", 100_000))
     rank_workloads: int = field(default_factory=lambda: env_int("BENCH_RANK_WORKLOADS", 10))
+    offer_bytes: int = field(default_factory=lambda: env_int("BENCH_OFFER_BYTES", 2_000_000_000))
     work_dir: Path = field(
         default_factory=lambda: Path(os.environ.get("BENCH_WORK_DIR", RESULTS_DIR / "work")).resolve()
     )

@@ -20,7 +20,7 @@ def load_file(path: str, database: str) -> dict[str, Any]:
     """DuckDB reads the file into a table of a fresh database file (a measured step)."""
     Path(database).unlink(missing_ok=True)
     con = duckdb.connect(database)
-    statement = "load_parquet" if path.endswith(".parquet") else "load_csv"
+    statement = "load_parquet" if path.endswith(".parquet") else "load_offer_csv" if "aws_offer" in path else "load_csv"
     with timed() as t:
         con.execute(floor_sql(statement), {"path": path})
         con.execute("checkpoint")

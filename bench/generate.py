@@ -115,3 +115,49 @@ def _toml_value(value: object) -> str:
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     text = str(value).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{text}"'
+
+
+OFFER_TEMPLATE = DATA_DIR / "samples" / "prices" / "aws_pricelist_ec2_offer_index_sample_v20250912225308.csv"
+OFFER_PREAMBLE_LINES = 5
+# GPU instance types (data/reference/aws_instance_gpus.csv) given to the in-scope copies of the sample's Linux row
+OFFER_GPU_INSTANCES = ("g5.xlarge", "g5.12xlarge", "g5.48xlarge", "p4d.24xlarge", "p5.48xlarge", "g6.xlarge")
+
+
+def aws_offer_rows(rows: int, seed: int = SEED) -> pl.DataFrame:
+    """`rows` offer CSV rows shaped like the bundled AWS offer sample: its 44 records cycled (every copy with
+    its own SKU), and after each cycle one in-scope GPU record: the sample's only Linux OnDemand row (tenancy
+    Host) made Shared, on a GPU instance type, at 4 USD per hour times a factor in [0.9, 1.1]."""
+    template = pl.read_csv(OFFER_TEMPLATE, skip_rows=OFFER_PREAMBLE_LINES, infer_schema=False)
+    linux = template.filter((pl.col("Operating System") == "Linux") & (pl.col("TermType") == "OnDemand")).head(1)
+    cycle = template.height + 1
+    frame, factor = _replicas(pl.concat([template, linux]), rows, seed)
+    in_scope = (pl.int_range(pl.len()) % cycle) == template.height
+    gpu_type = pl.Series([OFFER_GPU_INSTANCES[i % len(OFFER_GPU_INSTANCES)] for i in range(len(OFFER_GPU_INSTANCES))])
+    frame = frame.with_columns(
+        SKU=pl.concat_str("SKU", pl.format("-k{}", "_replica")),
+        Tenancy=pl.when(in_scope).then(pl.lit("Shared")).otherwise("Tenancy"),
+        **{
+            "Instance Type": pl.when(in_scope)
+            .then(pl.lit(gpu_type).gather(pl.col("_replica") % len(OFFER_GPU_INSTANCES)))
+            .otherwise(pl.col("Instance Type")),
+            "PricePerUnit": pl.when(in_scope)  # ~4 USD per instance-hour (the sample's Host row is priced 0)
+            .then((pl.Series(factor) * 4.0).round(6).cast(pl.String))
+            .otherwise(pl.col("PricePerUnit")),
+        },
+    )
+    return frame.select(template.columns)
+
+
+def write_aws_offer_csv(path: Path, target_bytes: int, seed: int = SEED, batch_rows: int = 200_000) -> Path:
+    """An offer CSV of about `target_bytes` (the sample's 5-line preamble, then batches of aws_offer_rows)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    preamble = OFFER_TEMPLATE.read_text(encoding="utf-8").splitlines(keepends=True)[:OFFER_PREAMBLE_LINES]
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.writelines(preamble)
+        batch = aws_offer_rows(batch_rows, seed)
+        header = True
+        while fh.tell() < target_bytes:
+            batch = batch.with_columns(SKU=pl.concat_str("SKU", pl.lit("x")))  # every batch its own SKUs
+            batch.write_csv(fh, include_header=header)
+            header = False
+    return path

@@ -7,3 +7,6 @@ drop view if exists file_records;
 drop view if exists skypilot_catalog;
 drop view if exists skypilot_columns;
 drop table if exists staging.price_file;
+drop view if exists offer_lines;
+drop view if exists offer_classified;
+drop table if exists aws_gpu_shapes;

@@ -96,9 +96,9 @@ def _normalise_params(file: FileContext) -> dict[str, Any]:
 
 def duckdb_readers() -> dict[str, Any]:
     """Formats whose adapter reads the file with DuckDB straight into staging.file_records (the big files)."""
-    from tasks.prices.adapters import skypilot
+    from tasks.prices.adapters import aws_offer, skypilot
 
-    return {"skypilot": skypilot.read_into_duckdb}
+    return {"skypilot": skypilot.read_into_duckdb, "aws-offer": aws_offer.read_into_duckdb}
 
 
 def stage_records(

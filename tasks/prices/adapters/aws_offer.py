@@ -19,22 +19,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from tasks.prices.adapters import (
     AdapterContext,
     AdapterError,
     AdapterResult,
-    classify,
     conform,
-    read_csv_text,
+    empty_records,
     read_json,
-    reference_table,
-    require_columns,
 )
 
 PREAMBLE_LINES = 5  # FormatVersion, Disclaimer, Publication Date, Version, OfferCode
@@ -69,33 +69,6 @@ JSON_ATTRIBUTES = {
     "memory": "memory",
 }
 
-NO_GPU = "no GPU (instance type not in data/reference/aws_instance_gpus.csv and no GPU count in the record)"
-
-
-def _blank(column: str) -> pl.Expr:
-    return pl.col(column).is_null() | (pl.col(column).str.strip_chars() == "")
-
-
-# (reason, condition that breaks the rule); evaluated in this order, first match wins.
-def skip_rules() -> list[tuple[str, pl.Expr]]:
-    return [
-        (
-            "not a compute instance (storage, data transfer, ...)",
-            ~pl.col("product_family").str.starts_with("Compute Instance").fill_null(False),
-        ),
-        ("not on-demand (reserved term)", pl.col("term_type") != "OnDemand"),
-        ("not an hourly price (upfront fee or other unit)", pl.col("unit") != "Hrs"),
-        ("operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)", pl.col("operating_system") != "Linux"),
-        ("tenancy not Shared (Dedicated or Host)", pl.col("tenancy") != "Shared"),
-        (
-            "pre-installed software (e.g. SQL Server)",
-            ~_blank("pre_installed_sw") & (pl.col("pre_installed_sw") != "NA"),
-        ),
-        ("capacity status not Used (capacity reservations)", pl.col("capacity_status") != "Used"),
-        ("not priced in USD", pl.col("currency") != "USD"),
-    ]
-
-
 def _publication_date(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -105,22 +78,17 @@ def _publication_date(value: str | None) -> datetime | None:
         return None
 
 
-def read_offer_csv(path: Path) -> tuple[pl.DataFrame, datetime | None]:
-    head = path.read_bytes()[:8192].decode("utf-8", errors="replace")
+def _csv_publication_date(path: Path) -> datetime | None:
+    """The preamble's publication date; an AdapterError when the file has no offer CSV preamble."""
+    with open(path, "rb") as fh:
+        head = fh.read(8192).decode("utf-8", errors="replace")
     preamble = list(csv.reader(io.StringIO(head)))[:PREAMBLE_LINES]
     if not preamble or preamble[0][:1] != ["FormatVersion"]:
         raise AdapterError(
             f"{path.name}: not an AWS Price List offer CSV (expected a 5-line preamble starting with FormatVersion)"
         )
     meta = {row[0]: row[1] for row in preamble if len(row) >= 2}
-    frame = read_csv_text(path, skip_rows=PREAMBLE_LINES)
-    require_columns(frame, CSV_COLUMNS, path, "an AWS Price List offer CSV")
-    first_data_line = PREAMBLE_LINES + 2  # preamble, then the header line
-    frame = frame.with_columns(
-        source_line=pl.int_range(first_data_line, first_data_line + pl.len(), dtype=pl.Int64),
-        raw_values=pl.struct(pl.all()).struct.json_encode(),
-    ).rename(CSV_COLUMNS)
-    return frame, _publication_date(meta.get("Publication Date"))
+    return _publication_date(meta.get("Publication Date"))
 
 
 def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
@@ -155,40 +123,57 @@ def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
     return frame, _publication_date(offer.get("publicationDate"))
 
 
-def parse(path: Path, context: AdapterContext) -> AdapterResult:
+def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult:
+    """Either form into staging.file_records (sql/prices/aws_offer_*.sql). The CSV form is read and classified
+    by DuckDB as it streams (a multi-GB offer file never passes through Python); the JSON form's nested
+    products/terms are walked in Python (offer JSON excerpts), then classified by the same SQL."""
+    from tasks.settings import REFERENCE_DIR
+    from tasks.warehouse import execute, query
+
+    shapes = str(REFERENCE_DIR / "aws_instance_gpus.csv")
+    execute(con, "prices/aws_gpu_instances", {"shapes_path": shapes})
     if path.suffix.lower() == ".json":
         frame, published = read_offer_json(path)
+        with registered_frame(con, "offer_dimensions", frame):
+            execute(con, "prices/aws_offer_json_view")
     else:
-        frame, published = read_offer_csv(path)
+        published = _csv_publication_date(path)
+        try:
+            header = [row[0] for row in query(con, "prices/aws_offer_csv_columns", {"path": str(path)}).fetchall()]
+        except duckdb.Error as error:
+            raise AdapterError(f"{path.name}: not a readable CSV file: {_first_line(error)}") from error
+        missing = [c for c in CSV_COLUMNS if c not in header]
+        if missing:
+            raise AdapterError(f"{path.name}: not an AWS Price List offer CSV: missing column(s) {', '.join(missing)}")
+        try:
+            execute(con, "prices/aws_offer_csv_lines", {"path": str(path)})
+        except duckdb.Error as error:
+            raise AdapterError(f"{path.name}: not a readable CSV file: {_first_line(error)}") from error
+        execute(con, "prices/aws_offer_csv_view")
+    execute(con, "prices/aws_offer_classified")
+    execute(con, "prices/aws_offer_records", {"provider": context.provider, "published_at": published})
+    skipped = dict(query(con, "prices/aws_offer_skips").fetchall())
+    return AdapterResult(records=empty_records(), skipped_by_reason=skipped)
 
-    shapes = reference_table("aws_instance_gpus.csv").select(
-        "instance_type", gpu_name_ref="gpu_name", gpu_count_ref="gpu_count", gpu_memory_gb="gpu_memory_gb"
-    )
-    frame = classify(frame, skip_rules()).join(shapes, on="instance_type", how="left")
-    attribute_gpus = pl.col("gpu_attribute").cast(pl.Float64, strict=False)
-    frame = frame.with_columns(
-        skip_reason=pl.when(
-            pl.col("skip_reason").is_null() & pl.col("gpu_name_ref").is_null() & ~(attribute_gpus > 0).fill_null(False)
-        )
-        .then(pl.lit(NO_GPU))
-        .otherwise(pl.col("skip_reason"))
-    )
-    counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len()
-    skipped = dict(zip(counts["skip_reason"].to_list(), counts["len"].to_list(), strict=True))
 
-    offers = frame.filter(pl.col("skip_reason").is_null()).with_columns(
-        provider=pl.lit(context.provider),
-        zone=pl.lit(None, pl.String),
-        gpu_name=pl.col("gpu_name_ref"),
-        gpu_count=pl.coalesce(pl.col("gpu_count_ref").cast(pl.Float64), attribute_gpus),
-        gpu_memory_gb=pl.col("gpu_memory_gb").cast(pl.Float64),
-        vcpus=pl.col("vcpu").cast(pl.Float64, strict=False),
-        memory_gb=pl.col("memory").str.extract(r"([\d.]+)").cast(pl.Float64, strict=False),
-        pricing=pl.lit("on_demand"),
-        usd_per_hour=pl.col("price").cast(pl.Float64, strict=False),
-        observed_at=pl.lit(published, pl.Datetime("us", "UTC")),
-        rejected_reason=pl.when(pl.col("gpu_name_ref").is_null())
-        .then(pl.lit("GPU instance type not in data/reference/aws_instance_gpus.csv (GPU model unknown)"))
-        .otherwise(None),
-    )
-    return AdapterResult(records=conform(offers), skipped_by_reason=skipped)
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+@contextmanager
+def registered_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> Iterator[None]:
+    con.register(name, frame.to_arrow())
+    try:
+        yield
+    finally:
+        con.unregister(name)
+
+
+def parse(path: Path, context: AdapterContext) -> AdapterResult:
+    """The adapter records of either form, as a frame (the same SQL as the ingest, in a private DuckDB)."""
+    with duckdb.connect() as con:
+        con.execute("set timezone = 'UTC'")
+        con.execute("create schema staging")
+        result = read_into_duckdb(con, path, context)
+        records = con.table("staging.file_records").pl().drop("_row_id")
+    return AdapterResult(records=conform(records), skipped_by_reason=result.skipped_by_reason)

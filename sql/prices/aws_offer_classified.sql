@@ -1,0 +1,49 @@
+-- AWS offer lines (both forms: staging.price_file from the CSV, or the JSON form's price dimensions),
+-- classified. In scope: Linux, Shared tenancy, OnDemand term, hourly unit, no pre-installed software,
+-- capacity status Used, USD, and an instance with a GPU. Every other record gets the FIRST rule it breaks
+-- (a rule that cannot be evaluated counts as broken), so the skip counts add up to the records read.
+-- `offer_lines` (view): the lines with `_line` (1-based line, or record index in the JSON form).
+-- `aws_gpu_shapes`: data/reference/aws_instance_gpus.csv (sql/prices/aws_gpu_instances.sql).
+create or replace temp view offer_classified as
+with lines as (
+    select * from offer_lines
+),
+
+shapes as (
+    select * from aws_gpu_shapes
+),
+
+classified as (
+    select
+        lines.*,
+        case
+            when not coalesce(starts_with(product_family, 'Compute Instance'), false)
+                then 'not a compute instance (storage, data transfer, ...)'
+            when coalesce(term_type != 'OnDemand', true) then 'not on-demand (reserved term)'
+            when coalesce(unit != 'Hrs', true) then 'not an hourly price (upfront fee or other unit)'
+            when coalesce(operating_system != 'Linux', true)
+                then 'operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)'
+            when coalesce(tenancy != 'Shared', true) then 'tenancy not Shared (Dedicated or Host)'
+            when coalesce(trim(pre_installed_sw) != '' and pre_installed_sw != 'NA', false)
+                then 'pre-installed software (e.g. SQL Server)'
+            when coalesce(capacity_status != 'Used', true) then 'capacity status not Used (capacity reservations)'
+            when coalesce(currency != 'USD', true) then 'not priced in USD'
+        end as rule_broken
+    from lines
+),
+
+with_shapes as (
+    select
+        classified.*,
+        shapes.gpu_name                                   as gpu_name_ref,
+        try_cast(shapes.gpu_count as double)              as gpu_count_ref,
+        try_cast(shapes.gpu_memory_gb as double)          as gpu_memory_ref,
+        coalesce(classified.rule_broken, case
+            when shapes.gpu_name is null and not coalesce(try_cast(gpu_attribute as double) > 0, false)
+            then 'no GPU (instance type not in data/reference/aws_instance_gpus.csv and no GPU count in the record)'
+        end) as skip_reason
+    from classified
+    left join shapes on classified.instance_type = shapes.instance_type
+)
+
+select * from with_shapes

@@ -1,0 +1,34 @@
+-- The in-scope AWS offer lines (view offer_classified: sql/prices/aws_offer_classified.sql) -> adapter
+-- records. Parameters: $provider, $published_at (the file's publication date; null = not given).
+create or replace table staging.file_records as
+with in_scope as (
+    select * from offer_classified where skip_reason is null
+),
+
+final as (
+    select
+        row_number() over (order by _line) - 1                       as _row_id,
+        $provider::varchar                                           as provider,
+        region,
+        null::varchar                                                as zone,
+        instance_type,
+        gpu_name_ref                                                 as gpu_name,
+        coalesce(gpu_count_ref, try_cast(gpu_attribute as double))   as gpu_count,
+        gpu_memory_ref                                               as gpu_memory_gb,   -- GB per GPU
+        try_cast(vcpu as double)                                     as vcpus,
+        try_cast(regexp_extract(memory, '([\d.]+)', 1) as double)    as memory_gb,       -- GiB
+        'on_demand'                                                  as pricing,
+        try_cast(price as double)                                    as usd_per_hour,    -- USD per instance-hour
+        currency,
+        $published_at::timestamptz                                   as observed_at,     -- UTC
+        null::double                                                 as electricity_usd_per_kwh,
+        null::double                                                 as pue,
+        _line                                                        as source_line,
+        raw_values,
+        case when gpu_name_ref is null
+             then 'GPU instance type not in data/reference/aws_instance_gpus.csv (GPU model unknown)'
+        end                                                          as rejected_reason
+    from in_scope
+)
+
+select * from final order by _row_id
