@@ -1,4 +1,4 @@
--- The staged rows of one file that failed a check, with the record as read (tasks/ingest/quarantine.py).
+-- The staged rows of one file that failed a check, with the record as read (staging.file_records, by row key).
 insert into quarantine.rejected_rows
     (dataset, source_file, source_line, failed_check, raw_values, content_sha256, quarantined_at)
 select
@@ -6,9 +6,10 @@ select
     $source_file,
     staged.source_line,
     failures.failed_check,
-    staged.raw_values::json,
+    records.raw_values::json,
     $sha,
     $quarantined_at
-from staging.file_rows as staged
-inner join staging.file_failures as failures on staged._row_id = failures._row_id
-order by staged._row_id
+from staging.file_failures as failures
+inner join staging.file_rows as staged on failures._row_id = staged._row_id
+left join staging.file_records as records on failures._row_id = records._row_id
+order by failures._row_id

@@ -6,19 +6,27 @@
 -- `price_aliases` (alias, gpu), `instance_overrides` (override_order, provider, instance_type_pattern, gpu,
 -- gpu_count). Parameters: $source_file, $sha, $ingested_at.
 with records as (
-    select * from file_records
+    select * exclude (raw_values) from file_records  -- the record as read stays in file_records
+),
+
+offers as (
+    -- the override patterns are matched once per distinct offer name (regexes are compiled per pair)
+    select distinct provider, instance_type from records where instance_type is not null
 ),
 
 matched_overrides as (
     select
-        records._row_id,
+        offers.provider,
+        offers.instance_type,
         overrides.gpu                                    as override_gpu,
         try_cast(overrides.gpu_count as double)          as override_gpu_count,
-        row_number() over (partition by records._row_id order by overrides.override_order) as pick
-    from records
+        row_number() over (
+            partition by offers.provider, offers.instance_type order by overrides.override_order
+        ) as pick
+    from offers
     inner join instance_overrides as overrides
-        on records.provider = overrides.provider
-        and regexp_full_match(records.instance_type, overrides.instance_type_pattern)
+        on offers.provider = overrides.provider
+        and regexp_full_match(offers.instance_type, overrides.instance_type_pattern)
 ),
 
 resolved as (
@@ -28,7 +36,9 @@ resolved as (
         coalesce(matched.override_gpu_count, records.gpu_count)          as gpu_count   -- GPUs per instance
     from records
     left join price_aliases as aliases on records.gpu_name = aliases.alias
-    left join matched_overrides as matched on records._row_id = matched._row_id and matched.pick = 1
+    left join matched_overrides as matched
+        on records.provider = matched.provider and records.instance_type = matched.instance_type
+        and matched.pick = 1
 ),
 
 final as (
@@ -55,8 +65,7 @@ final as (
         source_line,
         $sha                                                              as content_sha256,
         $ingested_at::timestamptz                                         as ingested_at,   -- UTC
-        rejected_reason,
-        raw_values
+        rejected_reason
     from resolved
 )
 

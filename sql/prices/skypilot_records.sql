@@ -9,7 +9,7 @@ with catalog as (
     select * from skypilot_catalog
 ),
 
-whole as (
+whole as materialized (
     select
         *,
         case when ltrim(GpuInfo) like '{%'

@@ -1,5 +1,5 @@
 -- The staged telemetry rows the suite validates: each normalised run (staging.normalised_runs, written by
--- tasks/telemetry/ingest.py) except identical extra duplicates, with its record as read, a conflicting
+-- tasks/telemetry/ingest.py) except identical extra duplicates, with a conflicting
 -- duplicate's reason, the GPU's peak for the precision and the checked columns.
 -- Formulas: sql/ddl/041_flops_macros.sql.
 create or replace table staging.file_rows as
@@ -8,10 +8,6 @@ with runs as (
     from staging.normalised_runs as normalised
     left join staging.run_duplicates as duplicates on normalised._row_id = duplicates._row_id
     where duplicates.duplicate is distinct from 'identical'
-),
-
-records as (
-    select _row_id, raw_values from staging.file_records
 ),
 
 specs as (
@@ -33,7 +29,6 @@ peaks as (
 final as (
     select
         peaks.* exclude (gpu_has_specs),
-        records.raw_values,
         case when gpu is null then gpu_name end                 as unknown_gpu,
         case when gpu is not null and not gpu_has_specs then gpu end as gpu_without_specs,
         case when precision is null then precision_name end     as unknown_precision,
@@ -45,7 +40,6 @@ final as (
         parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
             / (peak_tflops * 1e12)                              as implied_peak_ratio
     from peaks
-    left join records on peaks._row_id = records._row_id
 )
 
 select * from final order by _row_id;

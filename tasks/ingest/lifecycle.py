@@ -83,9 +83,10 @@ class Dataset(ABC):
 
     @abstractmethod
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
-        """Read the file and create `staging.file_records` (every record as read: source_line, raw_values)
-        and `staging.file_rows` (_row_id, source_line, raw_values, rejected_reason, the suite's columns and
-        what `store` needs). Raise FileError for a file that cannot be ingested."""
+        """Read the file and create `staging.file_records` (every record as read: _row_id, source_line,
+        raw_values) and `staging.file_rows` (_row_id, the record's row key; source_line, rejected_reason, the
+        suite's columns and what `store` needs; the wide raw record stays in file_records, joined only where
+        it is stored). Raise FileError for a file that cannot be ingested."""
 
     @abstractmethod
     def file_error(self, file: FileContext, error: BaseException) -> str:
