@@ -124,7 +124,7 @@ def ingest_limits(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
             execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
         except duckdb.Error:
             pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
-    execute(con, "publish/set_memory_limit", {"memory_limit": str(cfg.get("memory_limit", "600MB"))})
+    execute(con, "publish/set_memory_limit", {"memory_limit": str(cfg.get("memory_limit", "400MB"))})
     try:
         yield
     finally:
