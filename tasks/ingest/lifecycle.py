@@ -68,8 +68,12 @@ class FileContext:
 
 
 class Dataset(ABC):
-    """What one dataset supplies to the lifecycle. Reading and staging touch only `staging.*` and reference
-    tables; `store` is the only part that writes core/raw tables."""
+    """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging.*` (it reads the
+    reference tables, and prices read core.price_observations for the price move against history);
+    `store` is the only part that writes raw/core tables. To read and stage files in parallel, run
+    `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
+    staging tables over as Parquet, and let the one writer run `combine_failures`, `store` and the
+    registration in the file's transaction; the price move against history is then the writer's part."""
 
     name: str    # raw.ingested_files.dataset / quarantine dataset
     suite: str   # expectations/<suite>.json
