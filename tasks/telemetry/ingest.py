@@ -109,14 +109,14 @@ def quarantine_unreadable(
 
 
 def _quarantine_whole_file(
-    con: duckdb.DuckDBPyConnection, outcome: FileOutcome, path: Path, message: str, ingested_at: datetime
+    con: duckdb.DuckDBPyConnection, outcome: FileOutcome, message: str, ingested_at: datetime, size_bytes: int
 ) -> FileOutcome:
     """The file is quarantined with its error and registered (the same bytes are not read again)."""
     outcome.status = "quarantined"
     outcome.error = message
     with transaction(con):
-        quarantine_file(con, DATASET, str(path), outcome.content_sha256, message, ingested_at)
-        record_file(con, outcome, path.stat().st_size, ingested_at)
+        quarantine_file(con, DATASET, outcome.source_file, outcome.content_sha256, message, ingested_at)
+        record_file(con, outcome, size_bytes, ingested_at)
     return outcome
 
 
@@ -166,8 +166,27 @@ def ingest_telemetry_file(
     except Exception as error:  # noqa: BLE001 - any read failure quarantines the file, the run goes on
         if is_transient(error):
             raise  # an I/O error is not the file's content: retried, never registered as quarantined
-        return _quarantine_whole_file(con, outcome, path, describe_error(error), ingested_at)
+        return _quarantine_whole_file(con, outcome, describe_error(error), ingested_at, path.stat().st_size)
 
+    return ingest_telemetry_records(con, records, outcome, path.stat().st_size, aliases, ingested_at, vocabulary)
+
+
+def ingest_telemetry_records(
+    con: duckdb.DuckDBPyConnection,
+    records: pl.DataFrame,
+    outcome: FileOutcome,
+    size_bytes: int,
+    aliases: pl.DataFrame,
+    ingested_at: datetime,
+    vocabulary: dict[str, dict[str, Any]] | None = None,
+) -> FileOutcome:
+    """Records as a reader gives them (contract columns as text + SOURCE_LINE + RAW_VALUES) -> normalised,
+    validated, stored by run_id in one transaction, registered under `outcome` (its source_file and
+    content_sha256 name the unit: a file, or one MLflow run).
+
+    The seam every telemetry source goes through: files (ingest_telemetry_file) and MLflow runs
+    (tasks/telemetry/mlflow_ingest.py) differ only in how they produce `records`."""
+    sha = outcome.content_sha256
     records = records.with_row_index(ROW_KEY)
     try:
         staged, conflicting, identical = _normalise_and_stage(con, records, aliases, vocabulary)
@@ -175,7 +194,7 @@ def ingest_telemetry_file(
         if is_transient(error):
             raise
         message = f"cannot normalise: {describe_error(error)}"
-        return _quarantine_whole_file(con, outcome, path, message, ingested_at)
+        return _quarantine_whole_file(con, outcome, message, ingested_at, size_bytes)
     records = records.select(ROW_KEY, SOURCE_LINE, RAW_VALUES)  # the parsed columns are done with
     failures = pl.concat([conflicting, find_failures(staged, DATASET, ROW_KEY, validation_parameters())])
     failures = failures.group_by(ROW_KEY, maintain_order=True).agg(pl.col("failed_check").str.join("; "))
@@ -185,7 +204,7 @@ def ingest_telemetry_file(
         failed_check=pl.when(pl.col("unparsed_fields").is_not_null())
         .then(pl.format("{} [{}]", "failed_check", "unparsed_fields"))
         .otherwise("failed_check"),
-        source_file=pl.lit(str(path)),
+        source_file=pl.lit(outcome.source_file),
         content_sha256=pl.lit(sha),
     )
     # only what is stored travels on (the provenance constants are added in SQL: classify_runs.sql)
@@ -211,9 +230,12 @@ def ingest_telemetry_file(
 
     with transaction(con):
         with registered(con, "read_records", as_arrow(records.select(SOURCE_LINE, RAW_VALUES))):
-            execute(con, "telemetry/insert_raw_records", {"sha": sha, "source_file": str(path)})
+            execute(con, "telemetry/insert_raw_records", {"sha": sha, "source_file": outcome.source_file})
         with registered(con, "accepted_runs", as_arrow(accepted)):
-            execute(con, "telemetry/classify_runs", {"source_file": str(path), "sha": sha, "ingested_at": ingested_at})
+            execute(
+                con, "telemetry/classify_runs",
+                {"source_file": outcome.source_file, "sha": sha, "ingested_at": ingested_at},
+            )
         params = {"superseded_at": ingested_at}
         execute(con, "telemetry/archive_replaced_runs", params)
         execute(con, "telemetry/archive_older_records", params)
@@ -222,7 +244,7 @@ def ingest_telemetry_file(
         actions = query(con, "telemetry/count_classified_runs").fetchall()
         execute(con, "telemetry/drop_classified_runs")
         quarantine_rows(con, DATASET, rejected, ingested_at)
-        record_file(con, outcome, path.stat().st_size, ingested_at)
+        record_file(con, outcome, size_bytes, ingested_at)
 
     counts = dict(actions)
     outcome.notes.append(
