@@ -31,6 +31,7 @@ from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
 
 SOURCE_PREFIX = "mlflow:"
+SOURCE_REF = "_source_ref"  # per record: mlflow:<run_id> (what source_file is for a file's rows)
 THROUGHPUT_KINDS = ("rate", "counter", "step_time", "totals")
 # what a mapping may set besides the contract fields the reader fills in itself
 RESERVED_KEYS = ("throughput", "eval_metric_prefixes", "warmup_steps")
@@ -436,14 +437,16 @@ def _throughput_and_power(
 
 
 def records_frame(records: list[RunRecord]) -> pl.DataFrame:
-    """Records as the file readers give them: text columns, SOURCE_LINE (1) and RAW_VALUES (the record as JSON)."""
+    """Records as the file readers give them: text columns, SOURCE_LINE (1) and RAW_VALUES (the record as JSON),
+    plus SOURCE_REF (mlflow:<run_id>) naming where each row came from."""
     columns: dict[str, None] = {}
     for r in records:
         columns.update(dict.fromkeys(r.values))
     data: dict[str, list[Any]] = {c: [r.values.get(c) for r in records] for c in columns}
     data[SOURCE_LINE] = [1] * len(records)
     data[RAW_VALUES] = [json.dumps(r.values) for r in records]
-    schema = {c: pl.String for c in columns} | {SOURCE_LINE: pl.Int64, RAW_VALUES: pl.String}
+    data[SOURCE_REF] = [r.source_ref for r in records]
+    schema = {c: pl.String for c in columns} | {SOURCE_LINE: pl.Int64, RAW_VALUES: pl.String, SOURCE_REF: pl.String}
     return pl.DataFrame(data, schema=schema)
 
 

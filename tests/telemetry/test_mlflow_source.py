@@ -256,6 +256,18 @@ def test_every_trainer_mapping_reads_its_run(scenario: Scenario) -> None:
     assert titan["seq_len"] == 8192 and titan["precision"] == "bf16" and titan["num_gpus"] == 64
 
 
+def test_reader_alone_gives_contract_rows_with_a_source_reference(scenario: Scenario) -> None:
+    """The reader without the warehouse (the function a lifecycle dataset calls): all finished runs of the
+    experiment, one contract-shaped text row per readable run, problems beside them."""
+    from tasks.telemetry.mlflow_source import SOURCE_REF, read_mlflow_runs
+
+    frame, records, listed = read_mlflow_runs(scenario.uri, ("team-hf",), "hf_trainer")
+    assert frame[SOURCE_REF].to_list() == [f"mlflow:{scenario.runs['hf']}"]
+    assert frame["tokens_per_sec_per_gpu"].to_list() == ["4096"] and frame["avg_power_w"].to_list() == ["620"]
+    assert [r.problem for r in records if r.problem] == ["missing mapped field gpu (tags.gpu)"]
+    assert listed.skipped == []
+
+
 def test_run_without_gpu_tag_is_quarantined_with_its_run_id(scenario: Scenario) -> None:
     run_id = scenario.runs["hf_no_gpu"]
     rows = read(scenario, "select source_file, failed_check, raw_values from quarantine.rejected_rows "
@@ -314,10 +326,10 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
     from tests.conftest import TELEMETRY_SAMPLES
-    from tests.model.conftest import SMALL_CANDIDATES, make_config_dir
+    from tests.model.conftest import BASELINE_ONLY, make_config_dir
     from tests.ranking.conftest import AWS_SAMPLE, LAMBDA_SAMPLE, ingest
 
-    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(make_config_dir(tmp_path, SMALL_CANDIDATES)))
+    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(make_config_dir(tmp_path, BASELINE_ONLY)))
     path = tmp_path / "warehouse.duckdb"
     shutil.copy(scenario.warehouse, path)
     store = f"sqlite:///{tmp_path / 'model-store.db'}"
@@ -363,3 +375,50 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     assert all(r[1] == pytest.approx(0.9) and r[2].startswith("default: config/ranking.toml") for r in others)
     _, fraction, _, gpus, tdp, hours, pue, kwh = by_gpu["H100-SXM"]
     assert kwh == pytest.approx(gpus * 700 * (620 / 700) * hours * pue / 1000)  # = gpus x 620 W x hours x PUE
+
+
+@pytest.mark.flow
+def test_flow_reads_configured_mlflow_sources_and_survives_an_unknown_experiment(
+    prefect_harness, scenario: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nightly's ingest flow reads [[mlflow]] sources from config/sources.toml; a source that cannot be read
+    is recorded in quarantine.rejected_files and the other sources still load."""
+    import shutil
+
+    from flows.ingest_telemetry import ingest_telemetry
+    from tasks.settings import PROJECT_ROOT
+    from tasks.warehouse import warehouse
+
+    config = tmp_path / "config"
+    shutil.copytree(PROJECT_ROOT / "config", config)
+    (config / "sources.toml").write_text(
+        f'[[mlflow]]\ntracking_uri = "{scenario.uri}"\nexperiments = ["team-nemo"]\nmapping = "nemo"\n\n'
+        f'[[mlflow]]\ntracking_uri = "{scenario.uri}"\nexperiments = ["no-such-experiment"]\nmapping = "nemo"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(config))
+    outcomes = ingest_telemetry()
+    assert [(o.source_file, o.status) for o in outcomes] == [
+        (f"mlflow:{scenario.runs['nemo']}", "loaded"),
+        (f"mlflow:{scenario.uri}#no-such-experiment", "quarantined"),
+    ]
+    assert outcomes[1].error == "cannot read MLflow runs: no MLflow experiment named 'no-such-experiment'"
+    with warehouse() as con:
+        assert con.sql("select count(*) from features.training_runs").fetchall() == [(1,)]
+        assert con.sql("select error from quarantine.rejected_files").fetchall() == [(outcomes[1].error,)]
+
+
+def test_cli_refuses_an_unknown_mapping_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    from tasks.settings import PROJECT_ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-m", "flows.cli", "ingest", "telemetry", "--mlflow", "llm-sft",
+         "--tracking-uri", "http://127.0.0.1:9", "--mapping", "deepspeed"],
+        capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("error: no mapping 'deepspeed' in config/mlflow_telemetry.toml "
+                                     "(mappings: composer, hf_trainer, lightning, nemo, torchtitan)")
