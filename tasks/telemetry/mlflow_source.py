@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterator
@@ -181,7 +182,7 @@ def fingerprint(run: Any, mapping_name: str) -> str:
 def _number_text(value: float) -> str:
     """A computed number as text: whole numbers without a decimal point, others to 15 significant digits
     (6.7e9 x 1e-9 is 6.7, not 6.700000000000001)."""
-    if value == int(value) and abs(value) < 1e18:
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e18:
         return str(int(value))
     return format(value, ".15g")
 
@@ -303,6 +304,8 @@ def steady_throughput(
         if kind == "counter":
             if previous is None or point.timestamp_ms <= previous.timestamp_ms:
                 continue
+            if point.value < previous.value:
+                continue  # the counter restarted (a resumed run that does not restore it): no interval to measure
             rate = (point.value - previous.value) / ((point.timestamp_ms - previous.timestamp_ms) / 1000.0)
         elif kind == "step_time":
             rate = (tokens_per_step or 0.0) / point.value if point.value > 0 else 0.0

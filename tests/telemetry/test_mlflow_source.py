@@ -422,3 +422,25 @@ def test_cli_refuses_an_unknown_mapping_in_one_line() -> None:
     assert result.returncode == 2
     assert result.stderr.strip() == ("error: no mapping 'deepspeed' in config/mlflow_telemetry.toml "
                                      "(mappings: composer, hf_trainer, lightning, nemo, torchtitan)")
+
+
+def test_field_specs_compute_by_hand() -> None:
+    from tasks.telemetry.mlflow_source import MlflowMappingError, RunProblem, _Context, resolve
+
+    ctx = _Context(params={"trainer.devices": "8", "trainer.num_nodes": "4", "model.n_params": "6738415616",
+                           "bf16": "False", "fp16": "True", "lr": "fast"},
+                   tags={"gpu": "H100"}, metrics={"loss": 2.5}, fields={"seq_len": "4096"}, gpu_count=2,
+                   duration_s=3600.0)
+    assert resolve({"product": ["params.trainer.devices", "params.trainer.num_nodes"]}, ctx) == "32"  # 8 x 4
+    assert resolve({"from": "params.model.n_params", "factor": 1e-9}, ctx) == "6.738415616"
+    # bf16 is "False": not in its map, so the next spec resolves
+    assert resolve({"first": [{"from": "params.bf16", "map": {"True": "bf16"}},
+                              {"from": "params.fp16", "map": {"True": "fp16"}}]}, ctx) == "fp16"
+    assert resolve({"product": ["params.trainer.devices", "field.seq_len"]}, ctx) == "32768"  # 8 x 4096
+    assert resolve({"first": ["tags.num_gpus", "system.gpu_count"]}, ctx) == "2"
+    assert resolve("params.missing", ctx) is None and resolve({"product": ["params.missing", 2]}, ctx) is None
+    assert resolve({"from": "tags.absent", "default": "pretrain"}, ctx) == "pretrain"
+    with pytest.raises(RunProblem, match="'fast', not a number"):
+        resolve({"from": "params.lr", "factor": 2}, ctx)
+    with pytest.raises(MlflowMappingError):
+        resolve("hyperparams.lr", ctx)
