@@ -51,18 +51,59 @@ def ingest_prices_cmd(
 
 @ingest_app.command("telemetry")
 def ingest_telemetry_cmd(
-    paths: Annotated[list[Path] | None, typer.Argument(help="CSV, JSON Lines or Parquet telemetry files")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="CSV, JSON Lines or Parquet telemetry files; with --mlflow, MLflow experiment names")] = None,
+    mlflow: Annotated[bool, typer.Option("--mlflow", help="Read finished runs of these MLflow experiments")] = False,
+    tracking_uri: Annotated[str | None, typer.Option(
+        help="MLflow tracking URI of the team's server (default: the [[mlflow]] source naming the experiment)")] = None,
+    mapping: Annotated[str | None, typer.Option(
+        help="Mapping in config/mlflow_telemetry.toml, e.g. hf_trainer, composer, lightning, torchtitan, nemo")] = None,
+    rescan: Annotated[bool, typer.Option(help="With --mlflow: read every finished run, not only new ones")] = False,
 ) -> None:
     """Read training telemetry into the warehouse (validated, quarantined, keyed by run_id)."""
-    from flows.ingest_telemetry import ingest_telemetry
+    from tasks.telemetry.mlflow_source import MlflowMappingError
     from tasks.warehouse import WarehouseBusyError
 
+    sources = None
+    if mlflow:
+        try:
+            sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
+        except MlflowMappingError as error:
+            fail(str(error), 2)
+    elif tracking_uri or mapping or rescan:
+        fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", 2)
+    from flows.ingest_telemetry import ingest_telemetry
+
     try:
-        outcomes = ingest_telemetry(paths)
+        outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
-        fail("every file was quarantined; see quarantine.rejected_files")
+        errors = "; ".join(sorted({o.error or "" for o in outcomes}))
+        fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
+
+
+def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
+    """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
+    [[mlflow]] source in config/sources.toml that names it."""
+    from tasks.telemetry.mlflow_ingest import configured_mlflow_sources
+    from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, load_mapping
+
+    if not experiments:
+        raise MlflowMappingError("--mlflow needs at least one experiment name")
+    configured = {e: s for s in configured_mlflow_sources() for e in s.experiments}
+    sources = []
+    for experiment in experiments:
+        known = configured.get(experiment)
+        uri = tracking_uri or (known.tracking_uri if known else None)
+        name = mapping or (known.mapping if known else None)
+        if uri is None or name is None:
+            raise MlflowMappingError(
+                f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and --mapping"
+            )
+        load_mapping(name)  # an unknown mapping is reported now, in one line
+        sources.append(MlflowSource(uri, (experiment,), name))
+    return sources
 
 
 @app.command()

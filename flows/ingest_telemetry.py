@@ -1,5 +1,5 @@
-"""The `ingest_telemetry` flow: every configured (or given) telemetry file into the warehouse, then the
-feature table `features.training_runs` rebuilt from the current runs."""
+"""The `ingest_telemetry` flow: every configured (or given) telemetry file and MLflow source into the warehouse,
+then the feature table `features.training_runs` rebuilt from the current runs."""
 
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.retries import io_task_options
 from tasks.features import refresh_feature_table
+from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcomes_markdown
-from tasks.telemetry.ingest import ingest_telemetry_file, quarantine_unreadable
+from tasks.telemetry.ingest import DATASET, ingest_telemetry_file, quarantine_unreadable
+from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
+from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
 from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import warehouse
 
@@ -30,14 +33,42 @@ def ingest_telemetry_file_task(
     return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary)
 
 
+@task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
+def ingest_mlflow_source_task(
+    con: duckdb.DuckDBPyConnection, source: MlflowSource, aliases: pl.DataFrame, ingested_at: datetime,
+    vocabulary: dict, rescan: bool,
+) -> list[FileOutcome]:
+    return ingest_mlflow_source(con, source, aliases, ingested_at, vocabulary, rescan)
+
+
+def mlflow_unreachable(
+    con: duckdb.DuckDBPyConnection, source: MlflowSource, error: BaseException, ingested_at: datetime
+) -> FileOutcome:
+    """A source that cannot be read tonight (server down, unknown experiment): recorded, and the night goes on."""
+    name = f"mlflow:{redact_uri(source.tracking_uri)}#{','.join(source.experiments)}"
+    cause = " ".join(str(error).split())[:400] or type(error).__name__
+    outcome = FileOutcome(DATASET, name, "", "quarantined", format=f"mlflow/{source.mapping}",
+                          error=f"cannot read MLflow runs: {cause}")
+    quarantine_file(con, DATASET, name, None, outcome.error or "", ingested_at)
+    return outcome
+
+
 @task(name="refresh-feature-table", cache_policy=NO_CACHE)
 def refresh_feature_table_task(con: duckdb.DuckDBPyConnection) -> int:
     return refresh_feature_table(con)
 
 
 @flow(name="ingest_telemetry", log_prints=True)
-def ingest_telemetry(paths: list[Path] | None = None) -> list[FileOutcome]:
-    paths = [Path(p) for p in paths] if paths else configured_telemetry_paths()
+def ingest_telemetry(
+    paths: list[Path] | None = None, mlflow: list[MlflowSource] | None = None, rescan: bool = False
+) -> list[FileOutcome]:
+    """Given files, or given MLflow sources, or (neither) everything config/sources.toml names."""
+    from mlflow.exceptions import MlflowException
+
+    if paths or mlflow:
+        paths, sources = [Path(p) for p in paths or []], list(mlflow or [])
+    else:
+        paths, sources = configured_telemetry_paths(), configured_mlflow_sources()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
         load_reference_tables(con)
@@ -49,6 +80,11 @@ def ingest_telemetry(paths: list[Path] | None = None) -> list[FileOutcome]:
                 outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
             except OSError as error:  # still failing after the task's retries: tonight without this file
                 outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
+        for source in sources:
+            try:
+                outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
+            except (MlflowMappingError, MlflowException, OSError) as error:
+                outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
         feature_rows = refresh_feature_table_task(con)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")

@@ -51,6 +51,7 @@ create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, g
 --   expected_hours        = hours_to_finish + expected_interruptions x lost_hours_per_interruption
 --   compute_usd           = instances x usd_per_hour (instance) x hours  (expected_hours for the expected cost)
 --   energy_kwh            = GPUs x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000
+--                            (utilisation_of_tdp: measured power fraction of the GPU, else the default; below)
 --   energy_usd            = energy_kwh x electricity_usd_per_kwh for owned GPUs; 0 in the cloud (in the price)
 --   expected_total_usd    = instances x usd_per_hour x expected_hours + energy_usd
 --   usd_per_mtoken        = expected_total_usd / (token_budget / 1e6)
@@ -62,6 +63,17 @@ create or replace macro marts.lost_hours_per_interruption(checkpoint_interval_mi
 
 create or replace macro marts.expected_hours(hours, instances, interruption_rate_per_hour, lost_hours_per_interruption) as
     hours + instances * interruption_rate_per_hour * hours * lost_hours_per_interruption;
+
+-- Board power as a share of TDP (utilisation_of_tdp in energy_kwh): MEASURED where training telemetry of the
+-- GPU carries avg_power_w (W per GPU, e.g. the mean of MLflow's system/gpu_*_power_usage_watts over the
+-- steady-state steps): each run's avg_power_w / tdp_w, and the GPU's fraction is the median over its runs;
+-- elsewhere the configured DEFAULT (config/ranking.toml [energy] utilisation_of_tdp, ~0.9: 86-99% of TDP
+-- measured under dense training). The ranking says which it used (utilisation_of_tdp_source).
+create or replace macro marts.power_fraction_of_tdp(avg_power_w, tdp_w) as
+    case when avg_power_w > 0 and tdp_w > 0 then avg_power_w / tdp_w end;
+
+create or replace macro marts.utilisation_of_tdp(measured_fraction, default_fraction) as
+    coalesce(measured_fraction, default_fraction);
 
 create or replace macro marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue) as
     gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;

@@ -39,7 +39,8 @@ create table if not exists marts.gpu_cost_ranking_history (
     lost_hours_per_interruption    double,             -- h
     expected_hours                 double,             -- h including preemption
     expected_compute_usd           double,             -- USD including preemption
-    utilisation_of_tdp             double,
+    utilisation_of_tdp             double,             -- board power / TDP used for energy_kwh
+    utilisation_of_tdp_source      varchar,            -- measured (telemetry avg_power_w) or default (config)
     pue                            double,
     energy_kwh                     double,             -- kWh
     electricity_usd_per_kwh        double,             -- USD per kWh (owned only)
@@ -60,3 +61,6 @@ create table if not exists marts.gpu_cost_ranking_history (
     source_line                    bigint,
     gpu_spec_source                varchar
 );
+
+-- Warehouses created before utilisation_of_tdp_source existed get the column (null for their earlier nights).
+alter table marts.gpu_cost_ranking_history add column if not exists utilisation_of_tdp_source varchar;

@@ -83,6 +83,18 @@ telemetry as (
     select gpu, count(*) as telemetry_runs_for_gpu from core.telemetry_runs group by gpu
 ),
 
+-- Measured board power per GPU (marts.power_fraction_of_tdp): the median over the GPU's runs with avg_power_w.
+measured_power as (
+    select
+        runs.gpu,
+        median(marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w)) as measured_fraction_of_tdp,
+        count(*)                                                           as power_runs
+    from core.telemetry_runs as runs
+    inner join core.gpu_specs as specs on specs.gpu = runs.gpu
+    where marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w) is not null
+    group by runs.gpu
+),
+
 joined as (
     select
         candidates.*,
@@ -105,7 +117,9 @@ joined as (
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
-        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
+        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu,
+        measured_power.measured_fraction_of_tdp,
+        measured_power.power_runs
     from candidates
     left join chosen
         on candidates.pre_reason is null
@@ -119,12 +133,17 @@ joined as (
         and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
         and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
     left join telemetry on telemetry.gpu = candidates.gpu
+    left join measured_power on measured_power.gpu = candidates.gpu
 ),
 
 energy_terms as (
     select
         *,
-        $utilisation_of_tdp::double as utilisation_of_tdp,
+        marts.utilisation_of_tdp(measured_fraction_of_tdp, $utilisation_of_tdp::double) as utilisation_of_tdp,
+        case when measured_fraction_of_tdp is not null
+             then format('measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU', power_runs)
+             else 'default: config/ranking.toml [energy] utilisation_of_tdp'
+        end as utilisation_of_tdp_source,
         case when is_owned then coalesce(offer_pue, $owned_pue) else $cloud_pue end as pue,
         case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end as billed_usd_per_kwh
     from joined
@@ -234,6 +253,7 @@ select
     expected_hours,
     expected_compute_usd,
     utilisation_of_tdp,
+    utilisation_of_tdp_source,
     pue,
     energy_kwh,
     electricity_usd_per_kwh,

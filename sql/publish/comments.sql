@@ -39,7 +39,8 @@ comment on column published.gpu_cost_ranking.expected_interruptions is 'expected
 comment on column published.gpu_cost_ranking.lost_hours_per_interruption is 'hours lost per preemption = checkpoint_interval_minutes / 2 / 60 + restart_minutes / 60';
 comment on column published.gpu_cost_ranking.expected_hours is 'expected hours including preemption = hours_to_finish + expected_interruptions x lost_hours_per_interruption';
 comment on column published.gpu_cost_ranking.expected_compute_usd is 'expected USD for the instances = instances x usd_per_hour x expected_hours';
-comment on column published.gpu_cost_ranking.utilisation_of_tdp is 'average board power as a share of tdp_w under training (config/ranking.toml)';
+comment on column published.gpu_cost_ranking.utilisation_of_tdp is 'average board power as a share of tdp_w under training: measured (median avg_power_w / tdp_w of the GPU''s telemetry runs) where telemetry has power, else config/ranking.toml';
+comment on column published.gpu_cost_ranking.utilisation_of_tdp_source is 'which utilisation_of_tdp was used: measured (with the number of runs) or the configured default';
 comment on column published.gpu_cost_ranking.pue is 'power usage effectiveness (facility power / IT power, >= 1)';
 comment on column published.gpu_cost_ranking.energy_kwh is 'energy in kWh = gpus x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000';
 comment on column published.gpu_cost_ranking.electricity_usd_per_kwh is 'electricity price in USD per kWh (owned offers only)';
@@ -99,7 +100,8 @@ comment on column published.gpu_cost_ranking_history.expected_interruptions is '
 comment on column published.gpu_cost_ranking_history.lost_hours_per_interruption is 'hours lost per preemption = checkpoint_interval_minutes / 2 / 60 + restart_minutes / 60';
 comment on column published.gpu_cost_ranking_history.expected_hours is 'expected hours including preemption = hours_to_finish + expected_interruptions x lost_hours_per_interruption';
 comment on column published.gpu_cost_ranking_history.expected_compute_usd is 'expected USD for the instances = instances x usd_per_hour x expected_hours';
-comment on column published.gpu_cost_ranking_history.utilisation_of_tdp is 'average board power as a share of tdp_w under training (config/ranking.toml)';
+comment on column published.gpu_cost_ranking_history.utilisation_of_tdp is 'average board power as a share of tdp_w under training: measured (median avg_power_w / tdp_w of the GPU''s telemetry runs) where telemetry has power, else config/ranking.toml';
+comment on column published.gpu_cost_ranking_history.utilisation_of_tdp_source is 'which utilisation_of_tdp was used: measured (with the number of runs) or the configured default';
 comment on column published.gpu_cost_ranking_history.pue is 'power usage effectiveness (facility power / IT power, >= 1)';
 comment on column published.gpu_cost_ranking_history.energy_kwh is 'energy in kWh = gpus x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000';
 comment on column published.gpu_cost_ranking_history.electricity_usd_per_kwh is 'electricity price in USD per kWh (owned offers only)';

@@ -131,7 +131,15 @@ def ingest_file(
         outcome.status = "already_ingested"
         return outcome
 
-    file = FileContext(source, sha, ingested_at)
+    return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes)
+
+
+def ingest_unit(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int
+) -> FileOutcome:
+    """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
+    `content_sha256` and `source_file` name it) in one transaction. The caller has checked the registry."""
+    sha, ingested_at = file.sha256, file.ingested_at
     with ingest_limits(con):
         con.execute("begin transaction")
         try:

@@ -14,7 +14,16 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
+from tasks.ingest.lifecycle import (
+    Dataset,
+    FileContext,
+    FileError,
+    FileSource,
+    Staged,
+    describe_error,
+    ingest_file,
+    ingest_unit,
+)
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.validation import ROW_KEY
@@ -31,6 +40,7 @@ from tasks.telemetry.readers import (
 )
 from tasks.warehouse import execute, query, registered
 
+DATASET = "telemetry"
 # Records normalised at a time (polars, in memory): bounds memory whatever the file size.
 CHUNK_ROWS = 250_000
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
@@ -61,9 +71,15 @@ class TelemetryDataset(Dataset):
     name = "telemetry"
     suite = "telemetry"
 
-    def __init__(self, aliases: pl.DataFrame, vocabulary: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        aliases: pl.DataFrame,
+        vocabulary: dict[str, dict[str, Any]] | None = None,
+        records: pl.DataFrame | None = None,
+    ) -> None:
         self.aliases = aliases
         self.vocabulary = vocabulary or load_vocabulary()
+        self.records = records  # rows a reader already produced (e.g. MLflow runs): no file to read
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:
         try:
@@ -77,7 +93,10 @@ class TelemetryDataset(Dataset):
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
         try:
-            if read_into_duckdb(con, path):
+            if self.records is not None:
+                with registered(con, "read_records", as_arrow(self.records.with_row_index(ROW_KEY))):
+                    execute(con, "telemetry/stage_polars_records")
+            elif read_into_duckdb(con, path):
                 check_required_columns(con.table("staging.telemetry_records").columns)
             else:  # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
                 records = read_telemetry(path).with_row_index(ROW_KEY)
@@ -161,6 +180,23 @@ def ingest_telemetry_file(
 ) -> FileOutcome:
     """One telemetry file through the lifecycle (the public entry point for one file)."""
     return ingest_file(con, TelemetryDataset(aliases, vocabulary), FileSource(Path(path)), ingested_at)
+
+
+def ingest_telemetry_records(
+    con: duckdb.DuckDBPyConnection,
+    records: pl.DataFrame,
+    outcome: FileOutcome,
+    size_bytes: int,
+    aliases: pl.DataFrame,
+    ingested_at: datetime,
+    vocabulary: dict[str, dict[str, Any]] | None = None,
+) -> FileOutcome:
+    """Records a reader already produced (contract columns as text + SOURCE_LINE + RAW_VALUES; e.g. MLflow runs,
+    tasks/telemetry/mlflow_ingest.py) through the same lifecycle, registered under `outcome` (its source_file
+    and content_sha256 name the unit)."""
+    dataset = TelemetryDataset(aliases, vocabulary, records)
+    file = FileContext(FileSource(Path(outcome.source_file)), outcome.content_sha256, ingested_at)
+    return ingest_unit(con, dataset, file, outcome, size_bytes)
 
 
 def quarantine_unreadable(
