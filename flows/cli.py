@@ -268,6 +268,41 @@ def sql(
     out.print(f"{len(rows)} row(s)", style="dim")
 
 
+@app.command()
+def fetch(
+    provider: Annotated[
+        list[str] | None,
+        typer.Option("--provider", "-p", help="azure, aws, aws-spot, gcp, skypilot (repeat for several)"),
+    ] = None,
+) -> None:
+    """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
+    from tasks.fetch.config import FetchConfigError, check_providers, load_fetch_config
+    from tasks.publishing.lock import check_warehouse_free
+    from tasks.warehouse import WarehouseBusyError
+
+    try:
+        # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
+        names = check_providers(list(provider or load_fetch_config().providers))
+        check_warehouse_free()
+    except FetchConfigError as error:
+        fail(str(error), 2)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
+    from flows.fetch_prices import fetch_prices
+
+    try:
+        report = fetch_prices(names)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
+    for result in report.results:
+        if result.status == "skipped":
+            err.print(f"{result.name}: skipped: {result.detail}", highlight=False, soft_wrap=True)
+    failed = report.failed()
+    if failed:
+        fail("fetch " + "; ".join(f"{r.name} {r.status}: {r.detail}" for r in failed)
+             + " (the other providers were ingested; the last good prices are kept)")
+
+
 def main() -> None:
     app()
 
