@@ -35,9 +35,11 @@ def _failure_message(state: object) -> str:
 
 
 def fetch_enabled() -> bool:
+    """config/fetch.toml says so; a config folder without that file (made before fetching existed) is offline."""
     from tasks.fetch.config import load_fetch_config
+    from tasks.settings import config_dir
 
-    return load_fetch_config().enabled
+    return (config_dir() / "fetch.toml").exists() and load_fetch_config().enabled
 
 
 def _fetch_outcome(state: object) -> str:

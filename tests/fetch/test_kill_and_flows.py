@@ -92,7 +92,7 @@ def test_fetch_command_rejects_an_unknown_provider_in_one_line(monkeypatch: pyte
 
 
 @pytest.mark.flow
-def test_fetch_command_works_with_nightly_fetching_disabled(
+def test_fetch_command_fetches_every_provider_with_nightly_fetching_disabled(
     prefect_harness: None, providers: replay.Replay, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import io
@@ -104,12 +104,20 @@ def test_fetch_command_works_with_nightly_fetching_disabled(
 
     stderr = io.StringIO()  # the command's stderr console (capfd would leave Prefect's log handler on a closed file)
     monkeypatch.setattr(flows.cli, "err", Console(file=stderr, width=200))
-    monkeypatch.delenv("GPUCOST_GCP_API_KEY")
     assert load_fetch_config().enabled is False
-    fetch(provider=["gcp", "aws"])  # returns (exit status 0): no provider failed
+    fetch(provider=None)  # every configured provider; returns (exit status 0): none failed
+    with warehouse() as con:
+        statuses = dict(con.execute("select provider, status from raw.fetch_attempts").fetchall())
+        per_format = dict(con.execute("select format, count(*) from raw.ingested_files group by 1").fetchall())
+    assert statuses == {p: "ok" for p in ("azure", "aws", "aws-spot", "gcp", "skypilot")}
+    # 3 Azure pages, 2 AWS region offers, 1 spot history, 1 file of both GCP pages, 3 SkyPilot catalogs
+    assert per_format == {"azure-retail": 3, "aws-offer": 2, "aws-spot": 1, "gcp-billing": 1, "skypilot": 3}
+    assert stderr.getvalue() == ""
+
+    monkeypatch.delenv("GPUCOST_GCP_API_KEY")
+    fetch(provider=["gcp"])
     assert stderr.getvalue().strip() == (
         "gcp: skipped: no API key: set GPUCOST_GCP_API_KEY (Cloud Billing Catalog API key)")
-    assert len(providers.requests_to("/offers/")) == 3  # index + two regions, fetched although disabled
 
 
 @pytest.mark.flow
