@@ -104,8 +104,8 @@ def test_same_content_over_http_gives_the_same_prices(
     shape = ("select provider, region, coalesce(zone, ''), instance_type, pricing, gpu, usd_per_hour, "
              "usd_per_gpu_hour from core.price_observations order by all")
     rejected = "select failed_check, raw_values::varchar from quarantine.rejected_rows order by all"
-    report = fetch_once(load_fetch_config(), ["skypilot", "azure"])
-    assert [r.status for r in report.results] == ["ok", "ok"]
+    report = fetch_once(load_fetch_config(), ["skypilot"])  # (Azure's pages: figures checked in the test above)
+    assert [r.status for r in report.results] == ["ok"]
     over_http, rejected_over_http = rows(shape), rows(rejected)
     p5 = rows("select distinct usd_per_hour, usd_per_gpu_hour from core.prices_current where provider = 'aws' "
               "and instance_type = 'p5.48xlarge' and region = 'us-east-1' and pricing = 'on_demand'")
@@ -115,12 +115,11 @@ def test_same_content_over_http_gives_the_same_prices(
     monkeypatch.setenv("GPUCOST_HOME", str(tmp_path / "from-files"))
     files = [FetchedFile(replay.PRICE_SAMPLES / name, cloud, "skypilot")
              for (_v, cloud), name in replay.SKYPILOT_FILES.items()]
-    files.append(FetchedFile(replay.PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json", "azure", "azure-retail"))
     with warehouse() as con:
         ingest_fetched(con, files, datetime.now(UTC))
     assert rows(shape) == over_http
     assert rows(rejected) == rejected_over_http
-    assert len(over_http) > 1500
+    assert len(over_http) > 1500  # the three catalogs hold 494 + 374 + 187 offers, most priced on-demand and spot
 
 
 def test_429_with_retry_after_then_success(providers: replay.Replay, httpserver: HTTPServer) -> None:
