@@ -41,9 +41,7 @@ class ProviderResult:
     errors: list[str] = field(default_factory=list)
     skipped: str | None = None
     seconds: float = 0.0
-    ingest_problem: str | None = None  # set after the hand-off when the adapter rejected what arrived
-
-    files_rejected: int = 0  # handed-off files the adapter quarantined whole
+    files_rejected: int = 0  # handed-off files the adapter quarantined whole (set after the hand-off)
 
     @property
     def bytes(self) -> int:
