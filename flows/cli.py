@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
+from flows.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
@@ -42,7 +43,9 @@ def ingest_prices_cmd(
     except SourceConfigError as error:
         fail(str(error), 2)
     try:
-        outcomes = ingest_prices(sources)
+        with guarded(fail), _tracebacks_dropped():
+            preflight("ingest")
+            outcomes = ingest_prices(sources)
     except WarehouseBusyError as error:
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
@@ -75,7 +78,9 @@ def ingest_telemetry_cmd(
     from flows.ingest_telemetry import ingest_telemetry
 
     try:
-        outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
+        with guarded(fail), _tracebacks_dropped():
+            preflight("ingest")
+            outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
@@ -114,13 +119,16 @@ def run() -> None:
     from tasks.warehouse import WarehouseBusyError
 
     try:
-        # Before Prefect (or anything heavy) is imported: another run, or a session holding the warehouse,
-        # is reported in one line, at once.
-        with run_lock(paths().run_lock):
-            check_warehouse_free()
-        from flows.nightly import nightly
+        with guarded(fail):
+            # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a
+            # damaged store, a full disk or a bad workloads file is reported in one line, at once.
+            with run_lock(paths().run_lock):
+                preflight("run")
+                check_warehouse_free()
+            from flows.nightly import nightly
 
-        nightly()
+            with _tracebacks_dropped():
+                nightly()
     except RunLockedError as error:
         fail(str(error), 3)
     except WarehouseBusyError as error:
@@ -146,14 +154,16 @@ def train() -> None:
              f"{cause[:400]}); the champion model is unchanged")
 
     try:
-        # before Prefect starts: an unreachable store is reported at once, in one line
+        # before Prefect starts: a damaged or unreachable store is reported at once, in one line
+        with guarded(fail):
+            preflight("train")
         connect_tracking(uri)
     except store_failures as error:
         store_failed(error)
     from flows.train import train as train_flow
 
     try:
-        with _tracebacks_dropped():
+        with guarded(fail), _tracebacks_dropped():
             train_flow()
     except (NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
@@ -196,7 +206,9 @@ def publish() -> None:
     from tasks.warehouse import WarehouseBusyError
 
     try:
-        outcome = publish_flow()
+        with guarded(fail), _tracebacks_dropped():
+            preflight("publish")
+            outcome = publish_flow()
     except WarehouseBusyError as error:
         fail(str(error))
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
@@ -223,7 +235,9 @@ def serve() -> None:
     """Start what the nightly schedule needs on this machine (local Prefect server and a runner)."""
     from flows.serve import serve as serve_all
 
-    serve_all()
+    with guarded(fail):
+        preflight("serve")
+        serve_all()
 
 
 @app.command()
@@ -235,12 +249,17 @@ def sql(
     """Query the published database (or, with --warehouse, the working one), read-only."""
     import duckdb
 
+    from tasks.preflight import duckdb_problem
     from tasks.settings import paths
-    from tasks.warehouse import WarehouseBusyError, connect
+    from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     target = paths().warehouse if warehouse else paths().published
     try:
-        con = connect(target, read_only=True)
+        damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
+        if damaged is not None:
+            fail(damaged.message, damaged.exit_code)
+        # read-only, no file or network access beyond this database, settings locked, no extensions loaded
+        con = connect(target, read_only=True, config=SANDBOXED)
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
     try:
@@ -304,6 +323,16 @@ def fetch(
 
 
 def main() -> None:
+    """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
+    their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in SUPERVISED and not is_worker():
+        sys.exit(run_supervised(argv))
+    if is_worker():
+        from tasks.interrupts import install_worker_handlers
+
+        install_worker_handlers()
     app()
 
 

@@ -16,6 +16,7 @@ from flows.ingest_prices import ingest_prices
 from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
+from tasks.preflight import mlflow_problem
 from tasks.publishing.lock import check_warehouse_free, run_lock
 from tasks.settings import paths
 
@@ -62,6 +63,10 @@ def nightly() -> dict[str, str]:
             state = fetch_prices(return_state=True)
             steps["fetch_prices"] = _fetch_outcome(state)
         for name, step in (("ingest_prices", ingest_prices), ("ingest_telemetry", ingest_telemetry), ("train", train)):
+            damaged = mlflow_problem(paths().mlflow_tracking_uri) if name == "train" else None
+            if damaged is not None:  # degrade step by step: no training, publish still runs
+                steps[name] = f"skipped ({damaged.message})"
+                continue
             state = step(return_state=True)
             if state.is_completed():
                 steps[name] = "completed"
@@ -72,6 +77,7 @@ def nightly() -> dict[str, str]:
             f"completed: {outcome.ranking.ranked} ranked of {outcome.ranking.rows} rows, "
             f"model {outcome.ranking.model_version or 'none'}"
         )
+        steps.update({f"warning {i + 1}": w for i, w in enumerate(outcome.ranking.warnings)})
     lines = ["# Nightly run", "", "| step | outcome |", "|---|---|"]
     lines += [f"| {name} | {result} |" for name, result in steps.items()]
     summary = "\n".join(lines) + "\n"
