@@ -20,12 +20,13 @@ def digest(path: Path) -> str:
 
 
 # (query with {home} and {out} filled in, the refusal DuckDB gives: a regular expression)
+# Overwriting a database file: the one being queried is refused by DuckDB's own guard, the other one because
+# no file outside the database may be touched at all.
+OVERWRITE = "belongs to an attached database|file system operations are disabled by configuration"
 ESCAPES = [
-    ("COPY (select 1) TO '{home}/warehouse.duckdb'", "file system operations are disabled by configuration"),
+    ("COPY (select 1) TO '{home}/warehouse.duckdb'", OVERWRITE),
+    ("COPY (select 1) TO '{home}/published.duckdb'", OVERWRITE),
     ("COPY (select 1 as x) TO '{out}/copy.csv'", "file system operations are disabled by configuration"),
-    # the database being queried itself: DuckDB's own guard; the other one: no file access at all
-    ("COPY (select 1) TO '{home}/published.duckdb'",
-     "belongs to an attached database|file system operations are disabled by configuration"),
     ("ATTACH '{home}/warehouse.duckdb' AS w (READ_WRITE)", "file system operations are disabled by configuration"),
     ("ATTACH '{out}/new.duckdb' AS n", "file system operations are disabled by configuration"),
     ("CREATE TABLE sneaky AS select 1", "attached in read-only mode"),
