@@ -138,6 +138,8 @@ def run() -> None:
 @app.command()
 def train() -> None:
     """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
+    with guarded(fail):  # before MLflow is even imported: a damaged store or a full disk, in one line
+        preflight("train")
     import sqlalchemy.exc
     from mlflow.exceptions import MlflowException
 
@@ -154,9 +156,7 @@ def train() -> None:
              f"{cause[:400]}); the champion model is unchanged")
 
     try:
-        # before Prefect starts: a damaged or unreachable store is reported at once, in one line
-        with guarded(fail):
-            preflight("train")
+        # before Prefect starts: an unreachable store is reported at once, in one line
         connect_tracking(uri)
     except store_failures as error:
         store_failed(error)
