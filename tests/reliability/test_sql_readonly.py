@@ -19,7 +19,8 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-# (query with {home} and {out} filled in, the refusal DuckDB gives: a regular expression)
+# (query with {home}, {out} and {other} (the database not being queried) filled in, the refusal DuckDB gives:
+# a regular expression). Only the queried database's own file stays readable (as the database it is).
 # Overwriting a database file: the one being queried is refused by DuckDB's own guard, the other one because
 # no file outside the database may be touched at all.
 OVERWRITE = "belongs to an attached database|file system operations are disabled by configuration"
@@ -27,13 +28,13 @@ ESCAPES = [
     ("COPY (select 1) TO '{home}/warehouse.duckdb'", OVERWRITE),
     ("COPY (select 1) TO '{home}/published.duckdb'", OVERWRITE),
     ("COPY (select 1 as x) TO '{out}/copy.csv'", "file system operations are disabled by configuration"),
-    ("ATTACH '{home}/warehouse.duckdb' AS w (READ_WRITE)", "file system operations are disabled by configuration"),
+    ("ATTACH '{other}' AS w (READ_WRITE)", "file system operations are disabled by configuration"),
     ("ATTACH '{out}/new.duckdb' AS n", "file system operations are disabled by configuration"),
     ("CREATE TABLE sneaky AS select 1", "attached in read-only mode"),
     ("CREATE SCHEMA sneaky", "attached in read-only mode"),
     ("EXPORT DATABASE '{out}/export'", "file system operations are disabled by configuration"),
     ("select * from read_csv('/etc/passwd')", "file system operations are disabled by configuration"),
-    ("select * from read_text('{home}/warehouse.duckdb')", "file system operations are disabled by configuration"),
+    ("select * from read_text('{other}')", "file system operations are disabled by configuration"),
     ("select * from glob('/etc/*')", "file system operations are disabled by configuration"),
     ("select * from read_parquet('http://127.0.0.1:9/x.parquet')", "disabled by configuration"),
     ("SET memory_limit = '1GB'", "the configuration has been locked"),
@@ -55,7 +56,8 @@ def test_every_escape_from_gpucost_sql_is_refused(work_home: States, tmp_path: P
     before = {f: digest(f) for f in files}
     runner = CliRunner()
     for template, refusal in ESCAPES:
-        query = template.format(home=home, out=out)
+        other = home / ("published.duckdb" if warehouse else "warehouse.duckdb")
+        query = template.format(home=home, out=out, other=other)
         result = runner.invoke(app, ["sql", *(["--warehouse"] if warehouse else []), query])
         assert result.exit_code == 1, (query, result.output)
         line = assert_one_line(result.stderr, "error:")
