@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
@@ -23,7 +24,8 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
