@@ -26,7 +26,7 @@ from tasks.preflight import (
 from tasks.settings import load_config, paths
 
 # Commands that start a Prefect server (or run long): run under the supervisor.
-SUPERVISED = ("run", "serve", "train", "publish", "ingest")
+SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
 
 
 def grace_seconds() -> float:
