@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
+from flows.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
@@ -22,7 +24,8 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -42,7 +45,9 @@ def ingest_prices_cmd(
     except SourceConfigError as error:
         fail(str(error), 2)
     try:
-        outcomes = ingest_prices(sources)
+        with guarded(fail), _tracebacks_dropped():
+            preflight("ingest")
+            outcomes = ingest_prices(sources)
     except WarehouseBusyError as error:
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
@@ -75,7 +80,9 @@ def ingest_telemetry_cmd(
     from flows.ingest_telemetry import ingest_telemetry
 
     try:
-        outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
+        with guarded(fail), _tracebacks_dropped():
+            preflight("ingest")
+            outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
@@ -114,13 +121,16 @@ def run() -> None:
     from tasks.warehouse import WarehouseBusyError
 
     try:
-        # Before Prefect (or anything heavy) is imported: another run, or a session holding the warehouse,
-        # is reported in one line, at once.
-        with run_lock(paths().run_lock):
-            check_warehouse_free()
-        from flows.nightly import nightly
+        with guarded(fail):
+            # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a
+            # damaged store, a full disk or a bad workloads file is reported in one line, at once.
+            with run_lock(paths().run_lock):
+                preflight("run")
+                check_warehouse_free()
+            from flows.nightly import nightly
 
-        nightly()
+            with _tracebacks_dropped():
+                nightly()
     except RunLockedError as error:
         fail(str(error), 3)
     except WarehouseBusyError as error:
@@ -130,6 +140,8 @@ def run() -> None:
 @app.command()
 def train() -> None:
     """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
+    with guarded(fail):  # before MLflow is even imported: a damaged store or a full disk, in one line
+        preflight("train")
     import sqlalchemy.exc
     from mlflow.exceptions import MlflowException
 
@@ -153,7 +165,7 @@ def train() -> None:
     from flows.train import train as train_flow
 
     try:
-        with _tracebacks_dropped():
+        with guarded(fail), _tracebacks_dropped():
             train_flow()
     except (NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
@@ -196,7 +208,9 @@ def publish() -> None:
     from tasks.warehouse import WarehouseBusyError
 
     try:
-        outcome = publish_flow()
+        with guarded(fail), _tracebacks_dropped():
+            preflight("publish")
+            outcome = publish_flow()
     except WarehouseBusyError as error:
         fail(str(error))
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
@@ -223,7 +237,9 @@ def serve() -> None:
     """Start what the nightly schedule needs on this machine (local Prefect server and a runner)."""
     from flows.serve import serve as serve_all
 
-    serve_all()
+    with guarded(fail):
+        preflight("serve")
+        serve_all()
 
 
 @app.command()
@@ -235,12 +251,17 @@ def sql(
     """Query the published database (or, with --warehouse, the working one), read-only."""
     import duckdb
 
+    from tasks.preflight import duckdb_problem
     from tasks.settings import paths
-    from tasks.warehouse import WarehouseBusyError, connect
+    from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     target = paths().warehouse if warehouse else paths().published
     try:
-        con = connect(target, read_only=True)
+        damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
+        if damaged is not None:
+            fail(damaged.message, damaged.exit_code)
+        # read-only, no file or network access beyond this database, settings locked, no extensions loaded
+        con = connect(target, read_only=True, config=SANDBOXED)
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
     try:
@@ -268,7 +289,52 @@ def sql(
     out.print(f"{len(rows)} row(s)", style="dim")
 
 
+@app.command()
+def fetch(
+    provider: Annotated[
+        list[str] | None,
+        typer.Option("--provider", "-p", help="azure, aws, aws-spot, gcp, skypilot (repeat for several)"),
+    ] = None,
+) -> None:
+    """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
+    from tasks.fetch.config import FetchConfigError, check_providers, load_fetch_config
+    from tasks.publishing.lock import check_warehouse_free
+    from tasks.warehouse import WarehouseBusyError
+
+    try:
+        # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
+        names = check_providers(list(provider or load_fetch_config().providers))
+        check_warehouse_free()
+    except FetchConfigError as error:
+        fail(str(error), 2)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
+    from flows.fetch_prices import fetch_prices
+
+    try:
+        report = fetch_prices(names)
+    except WarehouseBusyError as error:
+        fail(str(error), 4)
+    for result in report.results:
+        if result.status == "skipped":
+            err.print(f"{result.name}: skipped: {result.detail}", highlight=False, soft_wrap=True)
+    failed = report.failed()
+    if failed:
+        fail("fetch " + "; ".join(f"{r.name} {r.status}: {r.detail}" for r in failed)
+             + " (the other providers were ingested; the last good prices are kept)")
+
+
 def main() -> None:
+    """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
+    their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in SUPERVISED and not is_worker():
+        sys.exit(run_supervised(argv))
+    if is_worker():
+        from tasks.interrupts import install_worker_handlers
+
+        install_worker_handlers()
     app()
 
 

@@ -1,4 +1,6 @@
-"""The `nightly` flow: ingest prices -> ingest telemetry -> train -> publish.
+"""The `nightly` flow: [fetch prices] -> ingest prices -> ingest telemetry -> train -> publish.
+
+Fetching runs first only when config/fetch.toml says `enabled = true` (offline by default).
 
 A failing step before publish is reported and skipped, not fatal: broken price files are quarantined
 per file by ingest_prices itself; a failed training keeps yesterday's champion; publish always runs.
@@ -9,15 +11,18 @@ from __future__ import annotations
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 
+from flows.fetch_prices import fetch_prices
 from flows.ingest_prices import ingest_prices
 from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
+from tasks.preflight import mlflow_problem
 from tasks.publishing.lock import check_warehouse_free, run_lock
 from tasks.settings import paths
 
 # What each step's failure means for tonight's publish.
 CONSEQUENCES = {
+    "fetch_prices": "tonight's ranking uses the last prices fetched or ingested",
     "ingest_prices": "tonight's ranking uses the prices already in the warehouse",
     "ingest_telemetry": "the model is trained on the telemetry already in the warehouse",
     "train": "yesterday's champion model is kept and used",
@@ -30,13 +35,38 @@ def _failure_message(state: object) -> str:
     return " ".join(message.split())[:300] if message else type(state).__name__
 
 
+def fetch_enabled() -> bool:
+    """config/fetch.toml says so; a config folder without that file (made before fetching existed) is offline."""
+    from tasks.fetch.config import load_fetch_config
+    from tasks.settings import config_dir
+
+    return (config_dir() / "fetch.toml").exists() and load_fetch_config().enabled
+
+
+def _fetch_outcome(state: object) -> str:
+    if not state.is_completed():  # type: ignore[attr-defined]
+        return f"skipped ({_failure_message(state)}): {CONSEQUENCES['fetch_prices']}"
+    report = state.result()  # type: ignore[attr-defined]
+    failed = [f"{r.name} {r.status} ({r.detail})" for r in report.failed()]
+    if failed:
+        return f"completed; {'; '.join(failed)}: their last good prices are kept"
+    return "completed"
+
+
 @flow(name="nightly", log_prints=True)
 def nightly() -> dict[str, str]:
     """Returns each step's outcome ('completed' or 'skipped: ...')."""
     steps: dict[str, str] = {}
     with run_lock(paths().run_lock):
         check_warehouse_free()
+        if fetch_enabled():
+            state = fetch_prices(return_state=True)
+            steps["fetch_prices"] = _fetch_outcome(state)
         for name, step in (("ingest_prices", ingest_prices), ("ingest_telemetry", ingest_telemetry), ("train", train)):
+            damaged = mlflow_problem(paths().mlflow_tracking_uri) if name == "train" else None
+            if damaged is not None:  # degrade step by step: no training, publish still runs
+                steps[name] = f"skipped ({damaged.message})"
+                continue
             state = step(return_state=True)
             if state.is_completed():
                 steps[name] = "completed"
@@ -47,6 +77,7 @@ def nightly() -> dict[str, str]:
             f"completed: {outcome.ranking.ranked} ranked of {outcome.ranking.rows} rows, "
             f"model {outcome.ranking.model_version or 'none'}"
         )
+        steps.update({f"warning {i + 1}": w for i, w in enumerate(outcome.ranking.warnings)})
     lines = ["# Nightly run", "", "| step | outcome |", "|---|---|"]
     lines += [f"| {name} | {result} |" for name, result in steps.items()]
     summary = "\n".join(lines) + "\n"

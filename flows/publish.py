@@ -18,7 +18,12 @@ from tasks.warehouse import warehouse
 @task(name="load-champion", cache_policy=NO_CACHE)
 def load_champion_task() -> ThroughputModel | None:
     from tasks.model.predict import load_champion
+    from tasks.preflight import mlflow_problem
 
+    damaged = mlflow_problem(paths().mlflow_tracking_uri)
+    if damaged is not None:  # no model tonight: every row says why (read_model_versions notes the file)
+        print(damaged.message)
+        return None
     return load_champion(paths().mlflow_tracking_uri)
 
 

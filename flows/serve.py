@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from tasks.interrupts import die_with_parent
 from tasks.settings import PROJECT_ROOT, load_config, paths
 
 PREFECT_YAML = PROJECT_ROOT / "prefect.yaml"
@@ -86,6 +87,7 @@ def start_server(host: str, port: int, prefect_home: Path, extra_env: dict[str, 
         stdout=subprocess.DEVNULL if not os.environ.get("GPUCOST_SERVER_LOGS") else None,
         stderr=subprocess.STDOUT if not os.environ.get("GPUCOST_SERVER_LOGS") else None,
         start_new_session=True,
+        preexec_fn=die_with_parent,  # a killed `gpucost serve` leaves no orphaned server
     )
 
 

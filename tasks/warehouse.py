@@ -61,7 +61,20 @@ def _busy_message(path: Path, error: Exception) -> str:
     )
 
 
-def connect(path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+# `gpucost sql`: a read-only connection that cannot reach any other file or the network, change a setting,
+# or install/load an extension (COPY ... TO, ATTACH, EXPORT DATABASE, read_csv('/etc/passwd'), SET: refused).
+SANDBOXED = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "lock_configuration": True,
+}
+
+
+def connect(
+    path: Path | None = None, read_only: bool = False, config: Mapping[str, Any] | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open (and on first use create and migrate) the warehouse."""
     path = Path(path or paths().warehouse)
     if not read_only:
@@ -69,7 +82,7 @@ def connect(path: Path | None = None, read_only: bool = False) -> duckdb.DuckDBP
     elif not path.exists():
         raise FileNotFoundError(f"no warehouse at {path}: run `gpucost run` (or an ingest) first")
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only, config=dict(config or {}))
     except duckdb.IOException as error:
         if "lock" in str(error).lower():
             raise WarehouseBusyError(_busy_message(path, error)) from error

@@ -72,6 +72,17 @@ def test_growth_exponent_is_the_log_log_slope() -> None:
 
 
 @pytest.mark.parametrize("module", ["common", "floors", "prices", "telemetry", "training", "ranking", "nightly",
-                                    "report", "worker", "__main__"])
+                                    "fetch", "report", "worker", "__main__"])
 def test_bench_modules_import(module: str) -> None:
     importlib.import_module(f"bench.{module}")
+
+
+def test_offer_generator_repeats_the_real_rows_with_unique_skus(tmp_path: Path) -> None:
+    from bench.fetch import SAMPLE, write_offer_file
+
+    rows = write_offer_file(tmp_path / "offer.csv", 1)  # 1 MB
+    lines = (tmp_path / "offer.csv").read_text().splitlines()
+    sample = SAMPLE.read_text().splitlines()
+    assert lines[:6] == sample[:6] and rows == len(lines) - 6 and rows % 44 == 0  # whole copies of the 44 rows
+    assert lines[6] == '"00000000' + sample[6][1:] and lines[6 + 44] == '"00000001' + sample[6][1:]
+    assert len(set(lines[6:])) == rows  # every record distinct (the sample's rows are; copies differ by SKU)

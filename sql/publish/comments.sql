@@ -209,3 +209,15 @@ comment on column published.quarantine_summary.reason is 'failed check (rows) or
 comment on column published.quarantine_summary.rows_quarantined is 'rows quarantined (count; null for files)';
 comment on column published.quarantine_summary.first_source_line is 'first quarantined line in source_file';
 comment on column published.quarantine_summary.last_quarantined_at is 'latest quarantine time (UTC timestamp)';
+
+comment on table published.price_fetch_status is 'Per price fetcher (gpucost fetch): how its newest fetch went and how old its last good prices are';
+comment on column published.price_fetch_status.provider is 'fetcher: azure | aws | aws-spot | gcp | skypilot';
+comment on column published.price_fetch_status.status is 'newest fetch: ok | unchanged (not modified since the last fetch) | partial | failed | skipped';
+comment on column published.price_fetch_status.detail is 'why it failed, was partial or skipped (one line)';
+comment on column published.price_fetch_status.last_attempt_at is 'UTC time of the newest fetch';
+comment on column published.price_fetch_status.last_success_at is 'UTC time of the newest fetch that brought or confirmed prices (ok, unchanged, partial)';
+comment on column published.price_fetch_status.price_age_days is 'days since last_success_at when published (days); the prices age toward [prices] max_price_age_days';
+comment on column published.price_fetch_status.pages is 'HTTP responses received by the newest fetch (count)';
+comment on column published.price_fetch_status.files is 'files handed to the adapters by the newest fetch (count)';
+comment on column published.price_fetch_status.bytes is 'bytes downloaded by the newest fetch (bytes)';
+comment on column published.price_fetch_status.seconds is 'wall time of the newest fetch (seconds)';

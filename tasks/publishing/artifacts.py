@@ -92,6 +92,8 @@ def summary_markdown(
     model = ranking.model_version or "none"
     lines.append(f"Model version: {model}. Rows: {ranking.rows} (workload x offer), ranked: {ranking.ranked}, "
                  f"throughput predictions: {ranking.predictions}.")
+    for warning in ranking.warnings:
+        lines += ["", f"**{warning}**"]
     if published is not None:
         rows = ", ".join(f"{t} {n}" for t, n in published.rows.items())
         lines += ["", f"Published `{published.path}` in {published.seconds:.1f} s ({rows})."]

@@ -26,6 +26,7 @@ PUBLISHED_TABLES = (
     "gpu_specs",
     "model_versions",
     "quarantine_summary",
+    "price_fetch_status",
 )
 
 

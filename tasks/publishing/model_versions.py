@@ -33,6 +33,11 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
 
         if not Path(tracking_uri.removeprefix("sqlite:///")).exists():
             return empty_model_versions(), f"no MLflow store at {tracking_uri} yet (run `gpucost train`)"
+    from tasks.preflight import mlflow_problem
+
+    damaged = mlflow_problem(tracking_uri)
+    if damaged is not None:
+        return empty_model_versions(), damaged.message
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 

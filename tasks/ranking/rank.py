@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from tasks.features import build_features
-from tasks.ranking.workloads import load_workloads
+from tasks.ranking.workloads import load_workloads, require_workloads
 from tasks.settings import load_config
 from tasks.warehouse import execute, query, registered, transaction
 
@@ -32,6 +32,10 @@ NO_CHAMPION_REASON = (
 )
 
 
+class NoOffersError(RuntimeError):
+    """The warehouse has no current offer: a night would publish an empty ranking."""
+
+
 class ThroughputModel(Protocol):
     """What the ranking needs of contract 2's Champion (tasks.model.predict)."""
 
@@ -49,6 +53,7 @@ class RankingResult:
     predictions: int = 0
     not_ranked_by_reason: dict[str, int] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # said loudly: summary, artifact, nightly outcome
 
 
 def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: ThroughputModel | None) -> pl.DataFrame:
@@ -99,6 +104,7 @@ def rank_offers(
     night is written in one transaction: readers see all of it or none of it."""
     config = config if config is not None else load_config("ranking")
     workloads = workloads if workloads is not None else load_workloads(ranking=config)
+    require_workloads(workloads)
     result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
     if champion is None:
         result.messages.append(NO_CHAMPION_REASON + "; prices and specs are still published.")
@@ -122,6 +128,10 @@ def rank_offers(
         "max_price_age_days": int(config["prices"]["max_price_age_days"]),
     }
     offers = query(con, "marts/current_offer_count").fetchall()[0][0]
+    if offers == 0:
+        raise NoOffersError("the warehouse has no current price offer (core.prices_current is empty): nothing to "
+                            "rank; nothing was published and the previous night stays served (run `gpucost ingest "
+                            "prices` first)")
     batches = workload_batches(workloads, offers, int(config["compute"]["rows_per_batch"]))
     with registered(con, "ranking_interruption_rates", interruption_rates(config)), transaction(con):
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
@@ -143,4 +153,8 @@ def rank_offers(
             result.ranked += count
         else:
             result.not_ranked_by_reason[reason] = count
+    lost = query(con, "marts/workloads_lost_tonight", {"publish_date": publish_date}).fetchall()
+    for workload, night, before, _ in lost:
+        result.warnings.append(f"WARNING: workload {workload} had {before} ranked offers on {night} and has none "
+                               "tonight (see not_ranked_reason in gpu_cost_ranking)")
     return result

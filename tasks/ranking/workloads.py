@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.settings import load_config
+from tasks.settings import config_dir, load_config
 
-WORKLOAD_TYPES = ("pretrain", "sft", "lora", "qlora")
+WORKLOAD_TYPES = ("pretrain", "sft", "lora", "qlora")   # = Workload.workload
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),
@@ -43,50 +44,106 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
 
 
 class WorkloadConfigError(ValueError):
-    """config/workloads.toml names something config/ranking.toml does not define, or misses a field."""
+    """config/workloads.toml has a key of the wrong type, sign or range, names something config/ranking.toml
+    does not define, or defines no workload. The message names the file, the workload and the key."""
 
 
-def _resolve(entry: dict[str, Any], ranking: dict[str, Any]) -> dict[str, Any]:
-    name = entry.get("name")
-    for required in ("name", "workload", "params_b", "n_layers", "d_model", "seq_len", "precision", "token_budget"):
-        if entry.get(required) is None:
-            raise WorkloadConfigError(f"workload {name or '?'}: `{required}` is required")
-    if entry["workload"] not in WORKLOAD_TYPES:
-        raise WorkloadConfigError(f"workload {name}: workload must be one of {', '.join(WORKLOAD_TYPES)}")
-    precision = entry["precision"]
-    if precision not in ranking["precisions"]:
-        raise WorkloadConfigError(f"workload {name}: precision {precision} has no [precisions.{precision}]")
-    optimizer = entry.get("optimizer", "adamw")
-    if optimizer not in ranking["optimizers"]:
+# Plausible ranges: anything outside is a typo (a sign, a unit, a missing or extra digit), not a workload.
+Billions = Annotated[float, Field(gt=0, le=100_000, allow_inf_nan=False)]    # parameters, 1e9 (100T max)
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class Workload(BaseModel):
+    """One [[workloads]] entry. Strict: "32" is not 32, true is not 1; unknown keys are typos."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    description: str | None = None
+    workload: Literal["pretrain", "sft", "lora", "qlora"]
+    model_name: str | None = None
+    params_b: Billions
+    active_params_b: Billions | None = None
+    n_layers: Annotated[int, Field(gt=0, le=10_000)]
+    d_model: Annotated[int, Field(gt=0, le=1_000_000)]
+    seq_len: Annotated[int, Field(gt=0, le=100_000_000)]                      # tokens per sequence
+    precision: str
+    optimizer: str = "adamw"
+    token_budget: Annotated[float, Field(gt=0, le=1e17, allow_inf_nan=False)]  # tokens (1e17: 100x any run so far)
+    micro_batch: Annotated[int, Field(gt=0, le=1_000_000)] = 1
+    global_batch_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
+    deadline_hours: Annotated[Positive, Field(le=1_000_000)] | None = None     # 1e6 h = 114 years
+    max_gpus: Annotated[int, Field(gt=0, le=10_000_000)] | None = None
+    providers: list[Annotated[str, Field(min_length=1)]] | None = None
+    regions: list[Annotated[str, Field(min_length=1)]] | None = None
+    spot_allowed: bool = True
+
+    @model_validator(mode="after")
+    def _active_within_total(self) -> Workload:
+        if self.active_params_b is not None and self.active_params_b > self.params_b:
+            raise ValueError(f"active_params_b {self.active_params_b} is more than params_b {self.params_b}")
+        return self
+
+
+def _describe(error: dict[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"]) or "entry"
+    if error["type"] == "extra_forbidden":
+        return f"{key} is not a workload key (a typo?)"
+    if error["type"] == "missing":
+        return f"{key} is required"
+    value = error.get("input")
+    return f"{key} = {value!r}: {error['msg'].removeprefix('Value error, ')}"
+
+
+def validate_workload(entry: Any, ranking: dict[str, Any], file: str, index: int) -> Workload:
+    """The entry as a Workload, or WorkloadConfigError naming the file, the workload and every bad key."""
+    name = entry.get("name") if isinstance(entry, dict) else None
+    label = f"workload {name}" if isinstance(name, str) and name else f"workload #{index + 1}"
+    if not isinstance(entry, dict):
+        raise WorkloadConfigError(f"{file}: {label} is not a [[workloads]] table")
+    try:
+        workload = Workload.model_validate(entry)
+    except ValidationError as error:
+        problems = "; ".join(_describe(e) for e in error.errors(include_url=False))
+        raise WorkloadConfigError(f"{file}: {label}: {problems}") from None
+    if workload.precision not in ranking["precisions"]:
+        known = ", ".join(ranking["precisions"])
+        raise WorkloadConfigError(
+            f"{file}: {label}: precision {workload.precision} is unknown (config/ranking.toml defines {known})")
+    if workload.optimizer not in ranking["optimizers"]:
         known = ", ".join(ranking["optimizers"])
-        raise WorkloadConfigError(f"workload {name}: optimizer {optimizer} is not one of {known}")
-    sizes = ranking["precisions"][precision]
+        raise WorkloadConfigError(f"{file}: {label}: optimizer {workload.optimizer} is not one of {known}")
+    return workload
+
+
+def _resolve(workload: Workload, ranking: dict[str, Any]) -> dict[str, Any]:
+    sizes = ranking["precisions"][workload.precision]
     memory = ranking["memory"]
     return {
-        "workload": name,
-        "description": entry.get("description"),
-        "workload_type": entry["workload"],
-        "model_name": entry.get("model_name"),
-        "params_b": entry["params_b"],
-        "active_params_b": entry.get("active_params_b", entry["params_b"]),
-        "n_layers": entry["n_layers"],
-        "d_model": entry["d_model"],
-        "seq_len": entry["seq_len"],
-        "precision": precision,
-        "fallback_precision": ranking.get("precision_fallback", {}).get(precision),
-        "optimizer": optimizer,
-        "token_budget": entry["token_budget"],
-        "micro_batch": entry.get("micro_batch", 1),
-        "global_batch_tokens": entry.get("global_batch_tokens"),
-        "deadline_hours": entry.get("deadline_hours"),
-        "max_gpus": entry.get("max_gpus", ranking["cluster"]["default_max_gpus"]),
-        "providers": entry.get("providers"),
-        "regions": entry.get("regions"),
-        "spot_allowed": entry.get("spot_allowed", True),
+        "workload": workload.name,
+        "description": workload.description,
+        "workload_type": workload.workload,
+        "model_name": workload.model_name,
+        "params_b": workload.params_b,
+        "active_params_b": workload.active_params_b if workload.active_params_b is not None else workload.params_b,
+        "n_layers": workload.n_layers,
+        "d_model": workload.d_model,
+        "seq_len": workload.seq_len,
+        "precision": workload.precision,
+        "fallback_precision": ranking.get("precision_fallback", {}).get(workload.precision),
+        "optimizer": workload.optimizer,
+        "token_budget": workload.token_budget,
+        "micro_batch": workload.micro_batch,
+        "global_batch_tokens": workload.global_batch_tokens,
+        "deadline_hours": workload.deadline_hours,
+        "max_gpus": workload.max_gpus if workload.max_gpus is not None else ranking["cluster"]["default_max_gpus"],
+        "providers": workload.providers,
+        "regions": workload.regions,
+        "spot_allowed": workload.spot_allowed,
         "weight_bytes": sizes["weight_bytes"],
         "grad_bytes": sizes["grad_bytes"],
         "master_weight_bytes": sizes["master_weight_bytes"],
-        "optimizer_bytes": ranking["optimizers"][optimizer],
+        "optimizer_bytes": ranking["optimizers"][workload.optimizer],
         "adapter_params_fraction": memory["adapter_params_fraction"],
         "qlora_weight_bytes": memory["qlora_weight_bytes"],
         "lora_weight_bytes": memory["lora_weight_bytes"],
@@ -94,15 +151,31 @@ def _resolve(entry: dict[str, Any], ranking: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def workloads_file() -> str:
+    return str(config_dir() / "workloads.toml")
+
+
 def load_workloads(
     workloads: dict[str, Any] | None = None, ranking: dict[str, Any] | None = None
 ) -> pl.DataFrame:
     """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml and config/ranking.toml."""
+    file = workloads_file() if workloads is None else "config/workloads.toml"
     workloads = workloads if workloads is not None else load_config("workloads")
     ranking = ranking if ranking is not None else load_config("ranking")
-    rows = [_resolve(entry, ranking) for entry in workloads.get("workloads", [])]
+    entries = workloads.get("workloads", [])
+    if not isinstance(entries, list):
+        raise WorkloadConfigError(f"{file}: `workloads` must be a list of [[workloads]] tables")
+    rows = [_resolve(validate_workload(entry, ranking, file, i), ranking) for i, entry in enumerate(entries)]
     names = [row["workload"] for row in rows]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise WorkloadConfigError(f"workload name listed twice: {', '.join(duplicated)}")
+        raise WorkloadConfigError(f"{file}: workload name listed twice: {', '.join(duplicated)}")
     return pl.DataFrame(rows, schema=WORKLOAD_SCHEMA)
+
+
+def require_workloads(workloads: pl.DataFrame) -> None:
+    """A night with no workload publishes nothing: refuse it (the previous night stays served)."""
+    if workloads.is_empty():
+        raise WorkloadConfigError(
+            f"{workloads_file()} defines no [[workloads]]: nothing to rank; nothing was published and the "
+            "previous night stays served")

@@ -121,3 +121,38 @@ def kill_at_marker(child: subprocess.Popen, marker: str, stderr: Path) -> None:
             child.kill()  # our own child, not yet reaped: its pid cannot have been reused
         child.wait(timeout=30)
     assert child.returncode == -signal.SIGKILL, stderr.read_text()[-3000:]
+
+
+def processes_of(home: Path) -> list[tuple[int, str]]:
+    """Every live process whose environment has GPUCOST_HOME=home: the run, whatever it started (Prefect's
+    server, workers) and any orphan of it, wherever it was re-parented."""
+    marker = f"GPUCOST_HOME={home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            stat = (entry / "stat").read_text()
+            if stat[stat.rindex(")") + 2] == "Z":
+                continue
+            found.append((int(entry.name), (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]))
+        except OSError:
+            continue
+    return found
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def assert_one_line(stderr: str, *fragments: str) -> str:
+    """Exactly one `error:` line, it is the last thing said, it holds every fragment, and no traceback."""
+    lines = error_lines(stderr)
+    assert len(lines) == 1, stderr[-4000:]
+    assert stderr.strip().splitlines()[-1] == lines[0], stderr[-4000:]
+    assert "Traceback" not in stderr and "╭─" not in stderr, stderr[-4000:]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]

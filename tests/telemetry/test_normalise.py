@@ -56,8 +56,8 @@ def test_unknown_spellings_are_listed_with_their_counts() -> None:
     frame = pl.DataFrame({
         "unknown_precision": ["int3", None, "int3", "fp6"],
         "unknown_workload": [None, "rlhf", None, None],
-        "unparsed_fields": [None, "activation_checkpointing='sometimes'", "num_gpus='x'; activation_checkpointing='sometimes'",
-                            None],
+        "unparsed_fields": [None, "activation_checkpointing='sometimes'",
+                            "num_gpus='x'; activation_checkpointing='sometimes'", None],
     })
     # two rows spell precision 'int3', one 'fp6'; 'sometimes' appears in two rows' unparsed fields
     assert unknown_spellings(frame) == [

@@ -1,0 +1,130 @@
+"""What every long-running `gpucost` command does around its work: run it under a supervisor that stops the
+whole process group on SIGTERM/SIGINT (tasks/interrupts.py), check the stores it will touch before it starts
+(tasks/preflight.py), and turn an interrupt or a full disk into one line and a documented exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
+from tasks.preflight import (
+    EXIT_CONFIG,
+    EXIT_DISK_FULL,
+    Preflight,
+    PreflightError,
+    check_stores,
+    disk_full_file,
+    disk_full_message,
+    preflight_settings,
+)
+from tasks.settings import load_config, paths
+
+# Commands that start a Prefect server (or run long): run under the supervisor.
+SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
+
+
+def grace_seconds() -> float:
+    return float(load_config("settings").get("signals", {}).get("stop_grace_seconds", 5))
+
+
+def min_free_mb() -> float:
+    return preflight_settings(load_config("settings"))
+
+
+def served_note(started: datetime) -> str:
+    """What users are reading now: the published file is only ever replaced whole (os.replace)."""
+    published = paths().published
+    if not published.exists():
+        return "nothing had been published yet"
+    at = datetime.fromtimestamp(published.stat().st_mtime, UTC)
+    if at >= started:
+        return f"this run had already published {published} (at {at:%Y-%m-%d %H:%M:%S} UTC) before it stopped"
+    return (f"nothing new was published: the previous results in {published} (published {at:%Y-%m-%d %H:%M} UTC) "
+            "are still served")
+
+
+def stop_line(command: str, result: Supervised, started: datetime, removed: list[Path]) -> str:
+    others = max(result.stopped - 1, 0)
+    children = f"; {others} other process(es) of the run stopped with it (Prefect's server included)" if others else ""
+    leftover = f"; removed the half-written {', '.join(p.name for p in removed)}" if removed else ""
+    if result.signum is not None:
+        name = signal.Signals(result.signum).name
+        what = f"interrupted: `gpucost {command}` stopped on {name} after {result.seconds:.0f} s"
+    else:
+        sig = signal.Signals(result.killed_by or signal.SIGKILL).name
+        what = (f"`gpucost {command}` was killed by {sig} after {result.seconds:.0f} s "
+                "(the out-of-memory killer sends SIGKILL)")
+    return f"{what}{children}{leftover}; {served_note(started)}"
+
+
+def run_supervised(argv: list[str]) -> int:
+    """The supervising parent: run the command in its own process group; one line if it was stopped."""
+    command = " ".join(argv)
+    started = datetime.now(UTC)
+
+    def on_stop(result: Supervised) -> None:
+        removed = remove_half_written(paths().published, result.worker_pid)
+        print(f"error: {stop_line(command, result, started, removed)}", file=sys.stderr, flush=True)
+
+    result = supervise(argv, grace_seconds(), on_stop)
+    if result.signum is not None:
+        return EXIT_INTERRUPTED.get(result.signum, 128 + result.signum)
+    if result.returncode < 0:
+        return 128 - result.returncode
+    return result.returncode
+
+
+def is_worker() -> bool:
+    return bool(os.environ.get(WORKER_ENV))
+
+
+def preflight(command: str) -> Preflight:
+    """The stores `command` touches. Fatal problems raise PreflightError; the rest are printed as warnings."""
+    p = paths()
+    if command in ("ingest",):
+        checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse)
+    elif command == "train":
+        checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, tracking_uri=p.mlflow_tracking_uri,
+                               fatal=("disk", "warehouse", "mlflow"))
+    else:  # run, publish, serve: a damaged published file is rebuilt, a damaged MLflow store skips training
+        checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, published=p.published,
+                               tracking_uri=p.mlflow_tracking_uri)
+        check_workloads()
+    for problem in checked.notes:
+        print(f"warning: {problem.message}", file=sys.stderr, flush=True)
+    return checked
+
+
+def check_workloads() -> None:
+    """config/workloads.toml validated (and not empty) before any work: raises WorkloadConfigError."""
+    from tasks.ranking.workloads import load_workloads, require_workloads
+
+    require_workloads(load_workloads())
+
+
+@contextmanager
+def guarded(fail: object) -> Iterator[None]:
+    """Inside a command: a failed pre-flight, a bad workloads file, no offers or a full disk give one line and
+    their exit code (README "Exit codes")."""
+    from tasks.ranking.rank import NoOffersError
+    from tasks.ranking.workloads import WorkloadConfigError
+
+    try:
+        yield
+    except PreflightError as error:
+        fail(error.problem.message, error.problem.exit_code)  # type: ignore[operator]
+    except WorkloadConfigError as error:
+        fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
+    except NoOffersError as error:
+        fail(str(error), 1)  # type: ignore[operator]
+    except Exception as error:
+        file = disk_full_file(error)
+        if file is None:
+            raise
+        fail(disk_full_message(file, paths().home, min_free_mb()), EXIT_DISK_FULL)  # type: ignore[operator]

@@ -1,0 +1,1 @@
+select * from marts.price_fetch_status order by provider;

@@ -1,0 +1,110 @@
+"""config/fetch.toml as a typed model; URLs from config or GPUCOST_FETCH_<PROVIDER>_URL, keys from env vars."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tasks.settings import load_config
+
+PROVIDERS = ("azure", "aws", "aws-spot", "gcp", "skypilot")
+
+
+class FetchConfigError(ValueError):
+    """config/fetch.toml is wrong (one line naming the field)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class HttpPolicy(_Strict):
+    connect_timeout_seconds: float = 15.0
+    read_timeout_seconds: float = 120.0
+    attempts: int = Field(4, ge=1)
+    backoff_seconds: float = Field(2.0, ge=0)
+    max_backoff_seconds: float = Field(60.0, ge=0)
+    max_retry_after_seconds: float = Field(300.0, ge=0)
+    max_pages: int = Field(2000, ge=1)
+
+
+class AzureConfig(_Strict):
+    url: str
+    filter: str
+
+
+class AwsConfig(_Strict):
+    url: str
+    regions: list[str] = []
+    offer_format: str = Field("csv", pattern="^(csv|json)$")
+
+
+class AwsSpotConfig(_Strict):
+    url: str = ""
+    regions: list[str]
+    instance_families: list[str]
+    product_descriptions: list[str] = ["Linux/UNIX"]
+    first_lookback_hours: float = Field(24.0, gt=0)
+
+
+class GcpConfig(_Strict):
+    url: str
+    api_key_env: str
+    page_size: int = Field(5000, ge=1)
+    currency: str = "USD"
+
+
+class SkypilotConfig(_Strict):
+    url: str
+    clouds: dict[str, str]
+
+
+class FetchConfig(_Strict):
+    enabled: bool = False
+    providers: list[str] = list(PROVIDERS)
+    keep_days: int = Field(14, ge=0)
+    http: HttpPolicy = HttpPolicy()
+    azure: AzureConfig
+    aws: AwsConfig
+    aws_spot: AwsSpotConfig = Field(alias="aws-spot")
+    gcp: GcpConfig
+    skypilot: SkypilotConfig
+
+    def base_url(self, provider: str) -> str:
+        """The provider's base URL: GPUCOST_FETCH_<PROVIDER>_URL if set, else config/fetch.toml."""
+        override = os.environ.get(url_variable(provider))
+        if override:
+            return override
+        return self.section(provider).url
+
+    def section(self, provider: str) -> Any:
+        return getattr(self, provider.replace("-", "_"))
+
+
+def url_variable(provider: str) -> str:
+    return f"GPUCOST_FETCH_{provider.upper().replace('-', '_')}_URL"
+
+
+def load_fetch_config() -> FetchConfig:
+    raw = load_config("fetch")
+    try:
+        config = FetchConfig.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FetchConfigError(f"config/fetch.toml: {where}: {first['msg']}") from error
+    unknown = [p for p in config.providers if p not in PROVIDERS]
+    if unknown:
+        raise FetchConfigError(
+            f"config/fetch.toml: providers: unknown {', '.join(unknown)} (one of {', '.join(PROVIDERS)})"
+        )
+    return config
+
+
+def check_providers(names: list[str]) -> list[str]:
+    unknown = [n for n in names if n not in PROVIDERS]
+    if unknown:
+        raise FetchConfigError(f"unknown provider {', '.join(unknown)} (one of {', '.join(PROVIDERS)})")
+    return names

@@ -1,0 +1,314 @@
+"""Streamed, atomic downloads over httpx with one retry policy (tenacity).
+
+A download goes to a temporary file beside its target (`.NAME.part-PID`), is fsynced and renamed into
+place only when the whole body has arrived: a cut connection or a killed process never leaves a file
+that looks complete. The body is hashed (SHA-256) while it streams, never held in memory.
+
+Retried (up to `attempts`, exponential backoff): timeouts, connection errors, bodies cut short, HTTP 429
+and 5xx. A 429/503 `Retry-After` is honoured (capped by `max_retry_after_seconds`). Anything else (404,
+401, a 200 that is an HTML page instead of the expected JSON/CSV) fails at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import tenacity
+
+from tasks.fetch.config import HttpPolicy
+
+CHUNK_BYTES = 1 << 20
+SNIFF_BYTES = 512
+# What a body must start with (first non-blank byte) for each expected kind.
+EXPECTED_START = {"json": (b"{", b"["), "csv": None}
+
+
+class FetchError(RuntimeError):
+    """A request that failed for good (after retries where retrying makes sense). One line, for the summary."""
+
+
+class RetryableStatus(FetchError):
+    """HTTP 429 or 5xx: worth another attempt, after Retry-After when the server gave one."""
+
+    def __init__(self, url: str, status: int, retry_after: float | None) -> None:
+        hint = f", Retry-After {retry_after:g} s" if retry_after is not None else ""
+        super().__init__(f"HTTP {status} from {url}{hint}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+class WrongFormat(FetchError):
+    """A complete response that is not what the adapter reads (e.g. an HTML error page with status 200).
+    The body was kept at `path` for a person to look at."""
+
+    def __init__(self, message: str, url: str, path: Path, sha256: str, size_bytes: int) -> None:
+        super().__init__(message)
+        self.url = url
+        self.path = path
+        self.sha256 = sha256
+        self.size_bytes = size_bytes
+
+
+@dataclass
+class Download:
+    """One HTTP response as recorded in raw.downloads."""
+
+    url: str
+    http_status: int
+    path: Path | None = None  # None for 304 Not Modified
+    etag: str | None = None
+    last_modified: str | None = None
+    content_type: str | None = None
+    size_bytes: int = 0
+    content_sha256: str | None = None
+    downloaded_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    seconds: float = 0.0
+    watermark: datetime | None = None  # aws-spot: newest price timestamp in the file
+    is_index: bool = False  # a listing that points to the price files (AWS region index), not prices
+    assembled: bool = False  # written here from pages already recorded (GCP), not an HTTP response
+
+    @property
+    def not_modified(self) -> bool:
+        return self.http_status == 304
+
+
+Progress = Callable[[str, int | None, int], None]  # (label, total bytes or None, bytes just received)
+
+
+def make_client(policy: HttpPolicy) -> httpx.Client:
+    timeout = httpx.Timeout(policy.read_timeout_seconds, connect=policy.connect_timeout_seconds)
+    return httpx.Client(timeout=timeout, follow_redirects=True, headers={"User-Agent": "gpucost-fetch"})
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3); None if absent/unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def wait_seconds(policy: HttpPolicy, attempt: int, error: BaseException | None) -> float:
+    """Before attempt `attempt + 1`: Retry-After when the server said (capped), else exponential backoff."""
+    if isinstance(error, RetryableStatus) and error.retry_after is not None:
+        return min(error.retry_after, policy.max_retry_after_seconds)
+    return min(policy.backoff_seconds * 2 ** (attempt - 1), policy.max_backoff_seconds)
+
+
+RETRYABLE = (httpx.TransportError, RetryableStatus)
+
+
+def retrying(policy: HttpPolicy) -> tenacity.Retrying:
+    """The one retry policy for every request of a fetch."""
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(policy.attempts),
+        wait=lambda state: wait_seconds(
+            policy, state.attempt_number, state.outcome.exception() if state.outcome else None
+        ),
+        retry=tenacity.retry_if_exception_type(RETRYABLE),
+        reraise=True,
+    )
+
+
+def describe(error: BaseException) -> str:
+    """One line for the summary: what failed, without a traceback."""
+    if isinstance(error, FetchError):
+        return str(error)
+    if isinstance(error, httpx.TimeoutException):
+        return f"timed out ({type(error).__name__}) on {_url_of(error)}"
+    if isinstance(error, httpx.RemoteProtocolError):
+        return f"connection cut before the whole response arrived ({error}) on {_url_of(error)}"
+    if isinstance(error, httpx.TransportError):
+        return f"{type(error).__name__}: {error} on {_url_of(error)}"
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+def _url_of(error: httpx.TransportError) -> str:
+    try:
+        return str(error.request.url.copy_with(query=None))
+    except RuntimeError:  # no request attached
+        return "?"
+
+
+def part_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.part-{os.getpid()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_partial_files(root: Path) -> list[Path]:
+    """Leftovers of downloads cut by a killed process (never a completed file, never the part file of a
+    fetch still running in another process)."""
+    removed = []
+    if root.exists():
+        for stale in root.rglob(".*.part-*"):
+            pid = stale.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+                continue
+            stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_format(head: bytes, content_type: str, expect: str, url: str) -> str | None:
+    """Why this body is not the expected kind (None if it is)."""
+    start = head.lstrip()[:64].lower()
+    if "html" in content_type.lower() or start.startswith((b"<!doctype html", b"<html", b"<head", b"<body")):
+        return f"HTTP 200 from {url} is an HTML page (Content-Type {content_type or 'none'}), not the expected {expect}"
+    if not head.strip():
+        return f"HTTP 200 from {url} has an empty body, not the expected {expect}"
+    allowed = EXPECTED_START.get(expect)
+    if allowed and not start.startswith(allowed):
+        return (f"HTTP 200 from {url} (Content-Type {content_type or 'none'}) does not start like {expect} "
+                f"(first bytes {head.lstrip()[:20]!r})")
+    if expect == "csv" and start.startswith((b"{", b"[", b"<")):
+        return f"HTTP 200 from {url} (Content-Type {content_type or 'none'}) is not CSV (starts {head.lstrip()[:20]!r})"
+    return None
+
+
+def _attempt(
+    client: httpx.Client,
+    url: str,
+    target: Path,
+    *,
+    params: Mapping[str, Any] | None,
+    headers: Mapping[str, str],
+    expect: str,
+    quarantine_dir: Path,
+    progress: Progress | None,
+) -> Download:
+    started = datetime.now(UTC)
+    with client.stream("GET", url, params=params, headers=headers) as response:
+        shown_url = str(response.request.url)
+        if response.status_code == 304:
+            return Download(url=shown_url, http_status=304, etag=response.headers.get("etag"),
+                            last_modified=response.headers.get("last-modified"), downloaded_at=started)
+        if response.status_code == 429 or response.status_code >= 500:
+            retry_after = retry_after_seconds(response.headers.get("retry-after"))
+            raise RetryableStatus(shown_url, response.status_code, retry_after)
+        if response.status_code != 200:
+            raise FetchError(f"HTTP {response.status_code} from {shown_url}")
+        length = response.headers.get("content-length", "")
+        total = int(length) if length.isdigit() else None
+        content_type = response.headers.get("content-type", "")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = part_path(target)
+        digest = hashlib.sha256()
+        size = 0
+        head = b""
+        try:
+            with open(tmp, "wb") as fh:
+                for chunk in response.iter_bytes(CHUNK_BYTES):
+                    if len(head) < SNIFF_BYTES:
+                        head += chunk[: SNIFF_BYTES - len(head)]
+                    fh.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+                    if progress:
+                        progress(target.name, total, len(chunk))
+                fh.flush()
+                os.fsync(fh.fileno())
+            problem = _check_format(head, content_type, expect, shown_url)
+            final = target
+            if problem:
+                quarantine_dir.mkdir(parents=True, exist_ok=True)
+                final = quarantine_dir / target.name
+            os.replace(tmp, final)
+            _fsync_dir(final.parent)
+        finally:
+            tmp.unlink(missing_ok=True)
+        if problem:
+            raise WrongFormat(problem, shown_url, final, digest.hexdigest(), size)
+        return Download(
+            url=shown_url,
+            http_status=200,
+            path=target,
+            etag=response.headers.get("etag"),
+            last_modified=response.headers.get("last-modified"),
+            content_type=content_type or None,
+            size_bytes=size,
+            content_sha256=digest.hexdigest(),
+            downloaded_at=started,
+            seconds=(datetime.now(UTC) - started).total_seconds(),
+        )
+
+
+def write_atomically(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
+    """Write `chunks` to `target` through a temporary file, fsync, rename; (size, SHA-256)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = part_path(target)
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with open(tmp, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+        _fsync_dir(target.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return size, digest.hexdigest()
+
+
+def download(
+    client: httpx.Client,
+    url: str,
+    target: Path,
+    policy: HttpPolicy,
+    *,
+    params: Mapping[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
+    validators: Mapping[str, str | None] | None = None,
+    expect: str = "json",
+    quarantine_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> Download:
+    """GET `url` into `target` (atomically), retried by the policy. With `validators` (etag /
+    last_modified of the copy already ingested) the request is conditional: 304 means unchanged."""
+    sent = dict(headers or {})
+    if validators:
+        if validators.get("etag"):
+            sent["If-None-Match"] = validators["etag"]
+        if validators.get("last_modified"):
+            sent["If-Modified-Since"] = validators["last_modified"]
+    for attempt in retrying(policy):
+        with attempt:
+            return _attempt(
+                client, url, target, params=params, headers=sent, expect=expect,
+                quarantine_dir=quarantine_dir or target.parent / "quarantined", progress=progress,
+            )
+    raise AssertionError("unreachable: tenacity reraises the last error")

@@ -1,0 +1,159 @@
+"""Stopping cleanly: a command that starts a Prefect server runs its work in a child process group that a
+light parent process supervises, so that SIGTERM (systemd, a container stop), SIGINT (Ctrl-C), or the
+out-of-memory killer taking the work leave nothing running.
+
+Why a supervisor: Prefect's temporary API server is a `uvicorn` child started by `prefect` inside the work
+process and stopped by an `atexit` hook, which never runs when the process dies of a signal (every SIGTERM
+left an orphaned server). Here the work runs as the leader of its own process group; Prefect's server, and
+any process the work starts, join that group. The parent (this module, which imports nothing heavy):
+
+- on SIGTERM, SIGINT or SIGHUP sends SIGTERM to the whole group, waits `grace_seconds`, then SIGKILLs
+  whatever is left, and prints one line saying what was interrupted and that the previous results are
+  still served (nothing is published until a publish completes: the published file is replaced atomically);
+- when the work dies of a signal it did not send (SIGKILL by the OOM killer), kills the rest of the group,
+  removes the half-written published file of that process, and says so in one line;
+- dies with its child: the work process gets SIGTERM if the parent is killed (PR_SET_PDEATHSIG), and then
+  stops its own group the same way (install_worker_handlers).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+WORKER_ENV = "GPUCOST_WORKER"        # set in the work process: install the handlers, do not supervise again
+PR_SET_PDEATHSIG = 1
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """For `preexec_fn`: the kernel sends `sig` to this child when the process that started it dies
+    (Linux only; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl: nobody would ever send the signal
+        os._exit(128 + int(sig))
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes (not zombies) in process group `pgid`, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # after the command name in parentheses: state ppid pgrp ...
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class Supervised:
+    """What happened to the work process: its exit code, and the signal that stopped it (if any)."""
+
+    returncode: int
+    worker_pid: int
+    signum: int | None = None          # the signal this supervisor received and passed on
+    killed_by: int | None = None       # a signal the work died of that this supervisor did not send
+    stopped: int = 0                   # processes of the work's group still running when it was stopped
+    seconds: float = 0.0
+
+
+def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervised], None] | None = None,
+              poll_seconds: float = 0.05) -> Supervised:
+    """Run `python -m flows.cli ARGV` as the leader of a new process group and wait for it, passing SIGTERM,
+    SIGINT and SIGHUP on to the whole group (then SIGKILL after `grace_seconds`)."""
+    started = time.monotonic()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], env={**os.environ, WORKER_ENV: "1"},
+                                 start_new_session=True, preexec_fn=die_with_parent)
+        pgid = child.pid
+        deadline: float | None = None
+        members_at_stop = 0
+        while True:
+            if received and deadline is None:
+                members_at_stop = len(group_members(pgid))
+                _signal_group(pgid, signal.SIGTERM)
+                deadline = time.monotonic() + grace_seconds
+            if deadline is not None and time.monotonic() > deadline:
+                _signal_group(pgid, signal.SIGKILL)
+            if child.poll() is not None:
+                break
+            time.sleep(poll_seconds)
+        # The work process is gone: whatever is left of its group (Prefect's server after a SIGKILL of the
+        # work, a grandchild) gets the grace period to stop, then SIGKILL.
+        returncode = child.returncode
+        killed_by = -returncode if returncode < 0 and not received else None
+        if killed_by is not None:
+            members_at_stop = len(group_members(pgid)) + 1
+            _signal_group(pgid, signal.SIGTERM)
+        end = time.monotonic() + (grace_seconds if (received or killed_by) else 0.5)
+        while group_members(pgid) and time.monotonic() < end:
+            time.sleep(poll_seconds)
+        _signal_group(pgid, signal.SIGKILL)
+        result = Supervised(returncode=returncode, worker_pid=child.pid, signum=received[0] if received else None,
+                            killed_by=killed_by, stopped=members_at_stop, seconds=time.monotonic() - started)
+        if on_stop is not None and (result.signum is not None or killed_by is not None):
+            on_stop(result)
+        return result
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def install_worker_handlers() -> None:
+    """In the work process (a process group leader): SIGTERM/SIGINT/SIGHUP pass SIGTERM to every other process
+    of the group (Prefect's server shuts down cleanly) and end this one at once, as a kill -9 would: every
+    write is already safe against that (one DuckDB transaction per file, the published file replaced whole,
+    a training killed midway is cleaned up by the next one). Unwinding instead made Prefect report the crash
+    to its server, which was stopping too, and hang on connection retries."""
+
+    def on_signal(signum: int, frame: object) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the supervisor prints the one line; nothing else
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        if os.getpgrp() == os.getpid():
+            _signal_group(os.getpgrp(), signal.SIGTERM)
+        os._exit(EXIT_INTERRUPTED.get(signal.Signals(signum), 128 + signum))
+
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, on_signal)
+
+
+def remove_half_written(published: Path, pid: int) -> list[Path]:
+    """The temporary published file a killed process was writing (tasks/publishing/database.temporary_path)."""
+    removed = []
+    for path in published.parent.glob(f".{published.name}.{pid}.tmp*"):
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed

@@ -1,0 +1,207 @@
+"""Pre-flight checks: every store a command will touch is looked at before any work starts, and each known
+failure becomes one line naming the file and the next step (exit codes: README, "Exit codes").
+
+- free space under GPUCOST_HOME against config/settings.toml [preflight] min_free_mb;
+- the warehouse and the published database: a DuckDB file (header), and every table read whole, which
+  makes DuckDB verify every block's checksum (damage found now, not in publish after the night's work);
+- the MLflow store when it is a local SQLite file: SQLite header and `pragma quick_check`.
+
+A damaged published database or MLflow store does not stop a night: publish rebuilds the first, and the
+second makes the night skip training and rank with whatever model still loads (README, "When a step
+fails"). They are fatal only for the commands that need them (`gpucost sql`, `gpucost train`).
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+# Exit codes (README "Exit codes"): one place.
+EXIT_CONFIG = 2
+EXIT_DAMAGED = 5
+EXIT_DISK_FULL = 6
+
+
+@dataclass(frozen=True)
+class Problem:
+    store: str          # warehouse | published | mlflow | disk
+    path: str
+    message: str        # one line: what is wrong with which file, and what to do
+    exit_code: int
+
+
+class PreflightError(RuntimeError):
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def _cause(error: BaseException) -> str:
+    return " ".join(str(error).split())[:200] or type(error).__name__
+
+
+def _existing_folder(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def free_mb(folder: Path) -> float:
+    return shutil.disk_usage(_existing_folder(folder)).free / 1e6
+
+
+def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
+    free = free_mb(folder)
+    if free >= min_free_mb:
+        return None
+    return Problem("disk", str(folder),
+                   f"only {free:.0f} MB free under {folder}; this command needs at least {min_free_mb:.0f} MB "
+                   "(config/settings.toml [preflight] min_free_mb): free space there or point GPUCOST_HOME "
+                   "at a larger disk; nothing was changed", EXIT_DISK_FULL)
+
+
+def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
+    if store == "published":
+        step = "run `gpucost publish` to rebuild it from the warehouse"
+    else:
+        step = ("restore it from a backup, or move it aside and rebuild it from your price and telemetry files "
+                "(`gpucost run` reads every file of config/sources.toml again)")
+    return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", EXIT_DAMAGED)
+
+
+def duckdb_problem(path: Path, store: str) -> Problem | None:
+    """None when the file is absent (the command creates it) or reads whole. A file another process holds
+    raises tasks.warehouse.WarehouseBusyError (its own message and exit code)."""
+    import duckdb
+
+    from tasks.warehouse import connect, execute, query
+
+    if not path.exists():
+        return None
+    with open(path, "rb") as fh:
+        header = fh.read(12)
+    if len(header) < 12 or header[8:12] != DUCKDB_MAGIC:
+        what = "is empty (0 bytes)" if not header else "is not a DuckDB database (its header is overwritten)"
+        return _damaged_duckdb(store, path, what)
+    try:
+        con = connect(path, read_only=True)
+    except duckdb.Error as error:
+        return _damaged_duckdb(store, path, _cause(error))
+    try:
+        for (name,) in query(con, "preflight/tables").fetchall():
+            execute(con, "preflight/read_table", {"name": name}).fetchall()
+    except duckdb.Error as error:
+        return _damaged_duckdb(store, path, _cause(error))
+    finally:
+        con.close()
+    return None
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    return Path(tracking_uri.removeprefix("sqlite:///")) if tracking_uri.startswith("sqlite:///") else None
+
+
+def mlflow_problem(tracking_uri: str) -> Problem | None:
+    """A local SQLite MLflow store that is not SQLite or fails quick_check. A store that is only locked, a
+    remote server, or no store yet are not pre-flight problems (training reports those itself)."""
+    path = sqlite_path(tracking_uri)
+    if path is None or not path.exists():
+        return None
+    with open(path, "rb") as fh:
+        header = fh.read(16)
+    cause = None
+    if header != SQLITE_MAGIC:
+        cause = "is empty (0 bytes)" if not header else "is not an SQLite database (its header is overwritten)"
+    else:
+        try:
+            con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)
+            try:
+                result = con.execute("pragma quick_check").fetchall()
+            finally:
+                con.close()
+            if result != [("ok",)]:
+                cause = "; ".join(str(r[0]) for r in result[:3])
+        except sqlite3.OperationalError as error:
+            if "locked" in str(error):
+                return None
+            cause = _cause(error)
+        except sqlite3.DatabaseError as error:
+            cause = _cause(error)
+    if cause is None:
+        return None
+    return Problem("mlflow", str(path),
+                   f"the MLflow store {path} is damaged ({cause}); training is skipped and the ranking uses no model "
+                   "until you restore it from a backup, or move it aside (the next `gpucost train` starts a new "
+                   "registry)", EXIT_DAMAGED)
+
+
+def preflight_settings(settings: dict[str, Any]) -> float:
+    return float(settings.get("preflight", {}).get("min_free_mb", 256))
+
+
+@dataclass
+class Preflight:
+    """The outcome: fatal problems raise; the others are notes the command prints and carries on."""
+
+    notes: list[Problem]
+
+    def problem(self, store: str) -> Problem | None:
+        return next((p for p in self.notes if p.store == store), None)
+
+
+def check_stores(
+    home: Path,
+    min_free_mb: float,
+    warehouse: Path | None = None,
+    published: Path | None = None,
+    tracking_uri: str | None = None,
+    fatal: tuple[str, ...] = ("disk", "warehouse"),
+) -> Preflight:
+    """Check the stores given (None = not touched by this command). The first problem whose store is in
+    `fatal` raises PreflightError; the rest are returned as notes."""
+    found: list[Problem] = []
+    if min_free_mb > 0:
+        found.append(free_space_problem(home, min_free_mb))
+    if warehouse is not None:
+        found.append(duckdb_problem(warehouse, "warehouse"))
+    if published is not None:
+        found.append(duckdb_problem(published, "published"))
+    if tracking_uri is not None:
+        found.append(mlflow_problem(tracking_uri))
+    problems = [p for p in found if p is not None]
+    for problem in problems:
+        if problem.store in fatal:
+            raise PreflightError(problem)
+    return Preflight(notes=problems)
+
+
+def disk_full_file(error: BaseException) -> str | None:
+    """When `error` (or what it wraps) is "no space left on device" (or a file-size limit), the file being
+    written if the error names one, else ''. None for any other error."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current)
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+            return str(current.filename or "")
+        if "No space left on device" in text or "File too large" in text or "Disk quota exceeded" in text:
+            named = re.search(r'"([^"]+)"', text) or re.search(r"'(/[^']+)'", text)
+            return named.group(1) if named else ""
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def disk_full_message(file: str, home: Path, min_free_mb: float) -> str:
+    where = f"writing {file}" if file else f"under {home}"
+    return (f"no space left on device {where} ({free_mb(home):.0f} MB free under {home}; keep at least "
+            f"{min_free_mb:.0f} MB free, config/settings.toml [preflight] min_free_mb): free space and run the "
+            "command again; nothing half-written is served, the previous results are still published")

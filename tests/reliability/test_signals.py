@@ -1,0 +1,184 @@
+"""Signals sent to a real `gpucost` process that started its own temporary Prefect server: SIGTERM (systemd,
+a container stop), SIGINT (Ctrl-C), SIGKILL of the work (what the out-of-memory killer sends) and of the
+command itself. Each checks the one line, the exit code, that what users read did not change, and that no
+process of the run is left anywhere (by the GPUCOST_HOME in its environment, wherever it was re-parented)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.reliability import driver
+from tests.reliability.conftest import States
+from tests.reliability.helpers import GPUCOST, assert_one_line, checksums, processes_of, whole_file_violations
+
+STOP_WITHIN_S = 8.0   # config/settings.toml [signals] stop_grace_seconds = 5, plus the supervisor's polling
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def own_server_env(states: States, **extra: str) -> dict[str, str]:
+    """The command starts its own temporary Prefect server (not the session's test server)."""
+    env = {**os.environ, "GPUCOST_HOME": str(states.work), "GPUCOST_CONFIG_DIR": str(states.config),
+           "PREFECT_SERVER_EPHEMERAL_ENABLED": "true", **extra}
+    env.pop("PREFECT_API_URL", None)
+    return env
+
+
+def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    with open(log, "w") as out:
+        return subprocess.Popen([str(GPUCOST), *args], env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def wait_for(what: str, ready, child: subprocess.Popen, log: Path, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        if child.poll() is not None:
+            raise AssertionError(f"ended ({child.returncode}) before {what}: {log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    child.kill()
+    raise AssertionError(f"no {what} within {timeout} s: {log.read_text()[-3000:]}")
+
+
+def server_running(home: Path) -> bool:
+    return any("uvicorn" in cmd or "server start" in cmd for _, cmd in processes_of(home))
+
+
+def nothing_left(home: Path, within: float = 10.0) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + within
+    while (left := processes_of(home)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def stop_and_time(child: subprocess.Popen, sig: int) -> float:
+    started = time.monotonic()
+    os.kill(child.pid, sig)
+    child.wait(timeout=60)
+    return time.monotonic() - started
+
+
+def worker_of(supervisor: int) -> int:
+    """The work process: the supervisor's only child."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == supervisor:
+                return int(entry.name)
+    raise AssertionError(f"process {supervisor} has no child")
+
+
+def champion_version(home: Path) -> str:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{home / 'mlflow' / 'mlflow.db'}"
+    return MlflowClient(tracking_uri=uri, registry_uri=uri).get_model_version_by_alias("token-efficiency",
+                                                                                      "champion").version
+
+
+def test_sigterm_during_run_stops_the_run_and_its_prefect_server(work_home: States, tmp_path: Path) -> None:
+    home = work_home.restore("base")
+    published = digest(home / "published.duckdb")
+    log = tmp_path / "run.log"
+    child = start(["run"], own_server_env(work_home), log)
+    wait_for("Prefect's temporary server", lambda: server_running(home), child, log)
+    wait_for("the price ingest", lambda: "for flow 'ingest_prices'" in log.read_text(), child, log)
+    seconds = stop_and_time(child, signal.SIGTERM)
+    assert child.returncode == 143, log.read_text()[-3000:]
+    assert seconds < STOP_WITHIN_S, seconds
+    line = assert_one_line(log.read_text(), "interrupted: `gpucost run` stopped on SIGTERM",
+                           "Prefect's server included", "the previous results in", "are still served")
+    assert str(home / "published.duckdb") in line
+    assert nothing_left(home, within=1.0) == []
+    assert digest(home / "published.duckdb") == published
+    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:
+        assert whole_file_violations(con) == []
+
+
+def test_sigint_during_training_stops_everything_and_registers_no_champion(work_home: States,
+                                                                          tmp_path: Path) -> None:
+    home = work_home.restore("base")
+    champion = champion_version(home)
+    published = digest(home / "published.duckdb")
+    log = tmp_path / "run.log"
+    child = start(["run"], own_server_env(work_home), log)
+    wait_for("training", lambda: "for flow 'train'" in log.read_text(), child, log)
+    time.sleep(2)  # inside the candidates' cross-validation
+    seconds = stop_and_time(child, signal.SIGINT)
+    assert child.returncode == 130, log.read_text()[-3000:]
+    assert seconds < STOP_WITHIN_S, seconds
+    assert_one_line(log.read_text(), "interrupted: `gpucost run` stopped on SIGINT", "are still served")
+    assert nothing_left(home, within=1.0) == []
+    assert digest(home / "published.duckdb") == published
+    assert champion_version(home) == champion  # nothing promoted; a version left half-registered is tagged
+    # by the next training (tests/reliability/test_crash_restart.py covers that clean-up)
+
+
+@pytest.mark.parametrize("victim", ["work", "command"])
+def test_sigkill_of_an_ingest_leaves_no_orphan_and_no_half_file(work_home: States, tmp_path: Path,
+                                                                victim: str) -> None:
+    """`work`: the OOM killer takes the process doing the work (the biggest); `command`: kill -9 of the
+    `gpucost` process itself (its work and server follow it through PR_SET_PDEATHSIG)."""
+    home = work_home.restore("base")
+    published = digest(home / "published.duckdb")
+    name, provider, adapter = driver.NEW_PRICE_FILES[0]
+    log = tmp_path / "ingest.log"
+    child = start(["ingest", "prices", str(driver.PRICES / name), "--provider", provider, "--format", adapter],
+                  own_server_env(work_home), log)
+    wait_for("Prefect's temporary server", lambda: server_running(home), child, log)
+    wait_for("the ingest flow", lambda: "for flow 'ingest_prices'" in log.read_text(), child, log)
+    os.kill(worker_of(child.pid) if victim == "work" else child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
+    if victim == "work":
+        assert child.returncode == 137, log.read_text()[-3000:]
+        assert_one_line(log.read_text(), "`gpucost ingest prices", "was killed by SIGKILL",
+                        "out-of-memory killer", "are still served")
+    else:
+        assert child.returncode == -signal.SIGKILL
+    assert nothing_left(home) == []
+    assert digest(home / "published.duckdb") == published
+    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:
+        assert whole_file_violations(con) == []  # the file is in whole or not at all
+        base = work_home.warehouse["base"]
+        if checksums(con)["raw.ingested_files"] == base["raw.ingested_files"]:  # killed before the commit
+            assert checksums(con) == base
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sigterm_stops_serve_its_prefect_server_and_runner(work_home: States, tmp_path: Path) -> None:
+    home = work_home.restore("base")
+    config = shutil.copytree(work_home.config, tmp_path / "config")
+    settings = config / "settings.toml"
+    settings.write_text(re.sub(r"(?m)^port = \d+", f"port = {free_port()}", settings.read_text()))
+    log = tmp_path / "serve.log"
+    child = start(["serve"], own_server_env(work_home, GPUCOST_CONFIG_DIR=str(config), PREFECT_UI_ENABLED="false"),
+                  log)
+    wait_for("the runner", lambda: "Ctrl-C stops" in log.read_text(), child, log)
+    assert server_running(home)
+    seconds = stop_and_time(child, signal.SIGTERM)
+    assert child.returncode == 143, log.read_text()[-3000:]
+    assert seconds < STOP_WITHIN_S, seconds
+    assert_one_line(log.read_text(), "interrupted: `gpucost serve` stopped on SIGTERM")
+    assert nothing_left(home, within=2.0) == []
