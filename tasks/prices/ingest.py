@@ -133,7 +133,7 @@ def normalise(
             registered(con, "price_aliases", aliases.select("alias", "gpu").to_arrow()),
             registered(con, "instance_overrides", (read_overrides() if overrides is None else overrides).to_arrow()),
         ):
-            return query(con, "prices/normalise", _normalise_params(file)).pl().drop("raw_values")
+            return query(con, "prices/normalise", _normalise_params(file)).pl()
 
 
 def ingest_price_file(
