@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import time
 import warnings
 from collections.abc import Mapping
@@ -66,6 +68,11 @@ MIN_TRAINING_ROWS = 10
 PROCESS_STARTED_MS = int(time.time() * 1000)
 INTERRUPTED_RUN_NOTE = "interrupted: the training process ended before this run finished (found by a later training)"
 INTERRUPTED_VERSION_NOTE = "registered by an interrupted training; never promoted"
+# Every training run says which process runs it, so that a training sharing a tracking server with others can
+# tell a killed training's RUNNING run from one that another team member's process is still working on.
+TAG_HOST, TAG_PID = "gpucost.host", "gpucost.pid"
+# A RUNNING run of another machine is only taken for interrupted after this long (no training takes hours here).
+OTHER_HOST_STALE_AFTER_MS = 24 * 3600 * 1000
 
 
 class NotEnoughTelemetryError(RuntimeError):
@@ -285,9 +292,8 @@ def pip_requirements() -> list[str]:
             f"numpy=={np.__version__}", f"polars=={pl.__version__}", f"cloudpickle=={cloudpickle.__version__}"]
 
 
-def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEvaluation, data: TrainingData,
-             decision: PromotionDecision) -> str:
-    """Log the pyfunc model in the active run, register it, tag and alias the new version."""
+def log_version(model: TokenEfficiencyModel) -> str:
+    """Log the pyfunc model in the active run and register it (the slow part: files go to the artifact store)."""
     with warnings.catch_warnings():
         # the explicit signature replaces an input example (which MLflow would run through the model)
         warnings.simplefilter("ignore", UserWarning)
@@ -295,8 +301,14 @@ def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEva
             name="model", python_model=TokenEfficiencyPyfunc(model), signature=model.signature(),
             pip_requirements=pip_requirements(), registered_model_name=REGISTERED_MODEL,
         )
-    version = str(info.registered_model_version)
+    return str(info.registered_model_version)
+
+
+def alias_and_tag(tracking: Tracking, version: str, model: TokenEfficiencyModel, best: CandidateEvaluation,
+                  data: TrainingData, decision: PromotionDecision) -> None:
+    """Alias the new version (first: the moment it was decided against the current champion) and tag it."""
     client = tracking.client
+    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
     tags = {TAG_SPEC: best.spec.to_json(), TAG_DIGEST: data.digest, "training_rows": str(data.rows),
             "candidate": best.spec.name, "score": f"{best.score:.6f}",
             "intervals": json.dumps(model.intervals.to_dict()), "seen_gpus": ",".join(model.seen_gpus),
@@ -306,8 +318,45 @@ def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEva
     for key, value in tags.items():
         client.set_model_version_tag(REGISTERED_MODEL, version, key, value)
     client.update_model_version(REGISTERED_MODEL, version, description=f"{best.spec.name}: {decision.reason}")
-    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
-    return version
+
+
+def settle_concurrent_promotion(tracking: Tracking, version: str, decision: PromotionDecision) -> PromotionDecision:
+    """After promoting `version`: if `champion` already points elsewhere, a training sharing the registry set it
+    after us (last writer wins), so this version is a challenger: say so in its tags and aliases."""
+    if not decision.promote:
+        return decision
+    holder = version_by_alias(tracking.client, CHAMPION)
+    if holder is None or str(holder.version) == version:
+        return decision
+    reason = f"{decision.reason}; then superseded by v{holder.version}, promoted by a concurrent training"
+    client = tracking.client
+    client.set_model_version_tag(REGISTERED_MODEL, version, TAG_DECISION, CHALLENGER)
+    client.set_model_version_tag(REGISTERED_MODEL, version, TAG_REASON, reason)
+    client.set_registered_model_alias(REGISTERED_MODEL, CHALLENGER, version)
+    return PromotionDecision(False, reason, str(holder.version), decision.champion_score)
+
+
+def process_tags() -> dict[str, str]:
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid())}
+
+
+def training_alive(tags: Mapping[str, str], start_time_ms: int | None, now_ms: int | None = None) -> bool:
+    """Is the process that opened a RUNNING run (tags from `process_tags`) still there? On this machine: its pid
+    is alive. On another machine (a shared tracking server): yes until OTHER_HOST_STALE_AFTER_MS. Runs from
+    before these tags existed: no (the older rule: RUNNING and older than this process means interrupted)."""
+    host, pid = tags.get(TAG_HOST), tags.get(TAG_PID)
+    if host is None or pid is None or not pid.isdigit():
+        return False
+    if host != socket.gethostname():
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return start_time_ms is None or now_ms - start_time_ms < OTHER_HOST_STALE_AFTER_MS
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by another user
+    return True
 
 
 def recover_interrupted_training(tracking: Tracking, started_before_ms: int | None = None) -> list[str]:
@@ -318,11 +367,15 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
     cutoff = PROCESS_STARTED_MS if started_before_ms is None else started_before_ms
     client = tracking.client
     notes: list[str] = []
+    live: set[str] = set()  # runs a training process is still working on (here or on another machine)
     if tracking.experiment_id:
         stale = client.search_runs([tracking.experiment_id], filter_string="attributes.status = 'RUNNING'",
                                    max_results=1000)
         for run in stale:
             if run.info.start_time is not None and run.info.start_time >= cutoff:
+                continue
+            if training_alive(run.data.tags, run.info.start_time):
+                live.add(run.info.run_id)
                 continue
             client.set_tag(run.info.run_id, "failure_reason", INTERRUPTED_RUN_NOTE)
             client.set_terminated(run.info.run_id, status="FAILED")
@@ -337,6 +390,8 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
             continue  # finished trainings tag every version they register with their decision
         if version.creation_timestamp is not None and version.creation_timestamp >= cutoff:
             continue
+        if version.run_id in live:
+            continue  # registered a moment ago by a training that is about to tag it
         client.set_model_version_tag(REGISTERED_MODEL, version.version, TAG_STATUS_NOTE, INTERRUPTED_VERSION_NOTE)
         notes.append(f"version {version.version} was registered by an interrupted training: tagged `{TAG_STATUS_NOTE}`")
     for note in notes:
@@ -373,7 +428,7 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
                         folds: Mapping[str, list[Fold]], specs: list[CandidateSpec], tracking: Tracking,
                         plot_dpi: int, started: float) -> TrainingOutcome:
     run_name = f"train-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name) as parent:
+    with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name, tags=process_tags()) as parent:
         mlflow.log_params({"candidates": ",".join(s.name for s in specs), "training_rows": data.rows,
                            "dropped_rows": data.dropped_rows, "cv_groupings": ",".join(folds),
                            "interval_level": config["intervals"]["level"], "seed": config["seed"],
@@ -384,7 +439,8 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         evaluations = []
         for spec in specs:
             evaluation = evaluate_candidate(spec, data, folds, target, config)
-            with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True):
+            with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True,
+                                  tags=process_tags()):
                 log_candidate_run(evaluation, data, dataset, plot_dpi)
             evaluations.append(evaluation)
             log.info("%s: score %.4f (%s)", spec.name, evaluation.score,
@@ -393,7 +449,17 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
         decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
         model = fit_model(best, data, target, config)
-        version = register(tracking, model, best, data, decision)
+        version = log_version(model)
+        # another training sharing the registry may have promoted a version meanwhile: decide against that one,
+        # right before aliasing (what is left of the race is settled just after)
+        for _ in range(3):
+            current = version_by_alias(tracking.client, CHAMPION)
+            if (current.version if current else None) == (champion.version if champion else None):
+                break
+            champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
+            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+        alias_and_tag(tracking, version, model, best, data, decision)
+        decision = settle_concurrent_promotion(tracking, version, decision)
         alias = CHAMPION if decision.promote else CHALLENGER
         baseline = next(e for e in evaluations if e.spec.kind == BASELINE_KIND)
         mlflow.set_tags({"best_candidate": best.spec.name, "registered_version": version, TAG_DECISION: alias,

@@ -46,9 +46,18 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
         versions = client.search_model_versions(f"name = '{MODEL_NAME}'")
     except MlflowException as error:
         return empty_model_versions(), f"cannot read the MLflow registry at {tracking_uri}: {error}"
+    # a tracking server's version search returns no aliases (the SQLite store's does): read them from the model
+    aliases_of: dict[str, list[str]] = {}
+    if versions:
+        try:
+            registered = client.get_registered_model(MODEL_NAME)
+            for alias, number in (registered.aliases or {}).items():
+                aliases_of.setdefault(str(number), []).append(alias)
+        except MlflowException:
+            pass
     rows = []
     for version in versions:
-        aliases = sorted(getattr(version, "aliases", []) or [])
+        aliases = sorted(set(getattr(version, "aliases", []) or []) | set(aliases_of.get(str(version.version), [])))
         metrics: dict[str, float] = {}
         params: dict[str, str] = {}
         if version.run_id:
