@@ -78,12 +78,12 @@ def test_old_snapshots_are_pruned_and_a_failed_export_leaves_the_pointer(aws_pri
     monkeypatch.setenv("GPUCOST_PARQUET_DIR", str(tmp_path / "shared"))
     root = tmp_path / "shared"
     target = gpucost_home / "published.duckdb"
-    for day in (5, 6, 7):
+    for day in (6, 7):
         night(aws_prices, day, target)
-    # kept: 7 by default, so all three nights are there
-    assert len(list((root / "snapshots").iterdir())) == 3
-    removed = parquet.prune_snapshots(root, keep=2, current=parquet.latest_snapshot(root))
-    assert [p.name for p in removed] == ["2026-01-05T020000Z"]
+    # kept: 7 by default, so both nights are there; keeping 1 removes the older
+    assert len(list((root / "snapshots").iterdir())) == 2
+    removed = parquet.prune_snapshots(root, keep=1, current=parquet.latest_snapshot(root))
+    assert [p.name for p in removed] == ["2026-01-06T020000Z"]
 
     # an export that fails midway (a table it cannot read) leaves no half snapshot and the pointer where it was
     monkeypatch.setattr(parquet, "PUBLISHED_TABLES", (*PUBLISHED_TABLES, "no_such_table"))
@@ -91,7 +91,7 @@ def test_old_snapshots_are_pruned_and_a_failed_export_leaves_the_pointer(aws_pri
     assert outcome.parquet is None
     assert any("Parquet copy of the published tables not written" in note for note in outcome.notes)
     assert parquet.latest_snapshot(root) == root / "snapshots" / "2026-01-07T020000Z"
-    assert sorted(p.name for p in (root / "snapshots").iterdir()) == ["2026-01-06T020000Z", "2026-01-07T020000Z"]
+    assert sorted(p.name for p in (root / "snapshots").iterdir()) == ["2026-01-07T020000Z"]
     # ... while the published database itself has the new night
     with duckdb.connect(str(target), read_only=True) as db:
         assert db.sql("select max(publish_date) from gpu_cost_ranking_history").fetchall() == [(date(2026, 1, 8),)]

@@ -4,6 +4,7 @@ prefect.yaml, and a worker that executes a nightly run triggered through the ser
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -39,16 +40,32 @@ def prefect_cli(*args: str, env: dict[str, str], log: Path) -> None:
     assert result.returncode == 0, f"prefect {' '.join(args)} failed:\n{log_tail(log)}"
 
 
+# The nightly's inputs for this test: one real price catalog and the first telemetry file (the machinery is
+# under test here, not the volume; the full sources run in tests/test_readme.py).
+SOURCES = """
+[[prices]]
+path = "data/samples/prices/skypilot_v8_lambda_gpu.csv"
+provider = "lambda"
+format = "skypilot"
+
+[[telemetry]]
+path = "data/samples/telemetry/published_benchmarks.csv"
+"""
+
+
 def test_worker_runs_the_deployed_nightly_triggered_through_the_api(
     tmp_path: Path, baseline_config_dir: Path
 ) -> None:
     home = tmp_path / "home"
+    config = tmp_path / "config"
+    shutil.copytree(baseline_config_dir, config)
+    (config / "sources.toml").write_text(SOURCES, encoding="utf-8")
     port = free_port()
     api = f"http://127.0.0.1:{port}/api"
     env = {**os.environ,
            "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_EPHEMERAL_ENABLED": "false",
-           "GPUCOST_HOME": str(home), "GPUCOST_CONFIG_DIR": str(baseline_config_dir),
+           "GPUCOST_HOME": str(home), "GPUCOST_CONFIG_DIR": str(config),
            "PREFECT_WORKER_QUERY_SECONDS": "2"}  # the worker polls for runs every 2 s instead of 10
     env.pop("MLFLOW_TRACKING_URI", None)
     env.pop("PREFECT_API_URL", None)
