@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.model.conftest import baseline_config_dir, small_config_dir, training_features  # noqa: F401
-from tests.scale.processes import free_port, http_ok, start_group, stop_group, wait_until
+from tests.scale.processes import free_port, http_ok, start_group, stop_group, stop_servers_on_sigterm, wait_until
 
 SERVER_START_TIMEOUT_S = 240  # an MLflow or Prefect server imports for ~10-60 s on 2 busy cores
 
@@ -72,6 +72,7 @@ def postgres() -> Iterator[Postgres]:
     """A throw-away PostgreSQL cluster (pytest-postgresql's executor: initdb + pg_ctl) on a free loopback port."""
     from pytest_postgresql.executors import PostgreSQLExecutor
 
+    stop_servers_on_sigterm()
     pg_ctl = find_pg_ctl()
     if pg_ctl is None:
         pytest.skip("PostgreSQL is not installed (no pg_ctl on PATH or under /usr/lib/postgresql): "

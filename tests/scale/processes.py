@@ -15,6 +15,16 @@ from pathlib import Path
 import port_for
 
 
+def stop_servers_on_sigterm() -> None:
+    """A SIGTERM to pytest (a CI timeout, `kill`) becomes a KeyboardInterrupt, so the fixtures' finalisers still
+    stop the servers they started instead of leaving them orphaned."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        def interrupt(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def free_port() -> int:
     """A random free TCP port on the loopback interface (never a fixed one: other test runs share the machine)."""
     return int(port_for.select_random())

@@ -25,6 +25,7 @@ from tests.scale.processes import (
     processes_with_env,
     start_group,
     stop_group,
+    stop_servers_on_sigterm,
     wait_until,
 )
 
@@ -56,6 +57,7 @@ path = "data/samples/telemetry/published_benchmarks.csv"
 def test_worker_runs_the_deployed_nightly_triggered_through_the_api(
     tmp_path: Path, baseline_config_dir: Path
 ) -> None:
+    stop_servers_on_sigterm()
     home = tmp_path / "home"
     config = tmp_path / "config"
     shutil.copytree(baseline_config_dir, config)
