@@ -32,6 +32,7 @@ create table if not exists marts.gpu_cost_ranking_history (
     predicted_tokens_per_sec_per_gpu double,           -- tokens/s per GPU
     predicted_low                  double,             -- tokens/s per GPU, 80% interval low
     predicted_high                 double,             -- tokens/s per GPU, 80% interval high
+    extrapolation                  varchar,            -- what the prediction extrapolates ('' = none)
     hours_to_finish                double,             -- h without preemption
     compute_usd                    double,             -- USD without preemption
     interruption_rate_per_hour     double,             -- preemptions per instance-hour
@@ -82,3 +83,6 @@ alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_g
 alter table marts.gpu_cost_ranking_history add column if not exists storage_usd_per_gb_month double; -- USD per GB-month
 alter table marts.gpu_cost_ranking_history add column if not exists storage_price_source varchar;
 alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_storage_usd double;   -- USD
+
+-- Rankings written before the model said what it extrapolates.
+alter table marts.gpu_cost_ranking_history add column if not exists extrapolation varchar;

@@ -26,6 +26,7 @@ rungs as (
         predictions.predicted_tokens_per_sec_per_gpu,
         predictions.predicted_low,
         predictions.predicted_high,
+        predictions.extrapolation,
         predictions.model_version,
         coalesce(predictions.predicted_tokens_per_sec_per_gpu, 0) > 0 as has_prediction,
         marts.hours_to_finish(workloads.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
@@ -107,6 +108,7 @@ joined as (
         chosen.predicted_tokens_per_sec_per_gpu,
         chosen.predicted_low,
         chosen.predicted_high,
+        chosen.extrapolation,
         chosen.hours_to_finish,
         coalesce(chosen.model_version, $model_version) as model_version,
         case when candidates.pricing = 'spot'
@@ -281,6 +283,7 @@ select
     predicted_tokens_per_sec_per_gpu,
     predicted_low,
     predicted_high,
+    extrapolation,
     hours_to_finish,
     compute_usd,
     interruption_rate_per_hour,

@@ -32,6 +32,7 @@ comment on column published.gpu_cost_ranking.memory_per_gpu_gb is 'memory needed
 comment on column published.gpu_cost_ranking.predicted_tokens_per_sec_per_gpu is 'champion model''s predicted throughput, tokens per second per GPU';
 comment on column published.gpu_cost_ranking.predicted_low is 'low end of the 80% prediction interval, tokens per second per GPU';
 comment on column published.gpu_cost_ranking.predicted_high is 'high end of the 80% prediction interval, tokens per second per GPU';
+comment on column published.gpu_cost_ranking.extrapolation is 'what the throughput prediction extrapolates beyond the training telemetry, comma-separated: unseen_gpu, unseen_precision_family, unseen_framework, beyond_largest_cluster, moe_little_data (empty = none; the 80% interval is widened accordingly)';
 comment on column published.gpu_cost_ranking.hours_to_finish is 'hours to train token_budget without preemption = token_budget / (predicted_tokens_per_sec_per_gpu x gpus x 3600)';
 comment on column published.gpu_cost_ranking.compute_usd is 'USD without preemption = instances x usd_per_hour x hours_to_finish (commitments: the whole billed term, less resale)';
 comment on column published.gpu_cost_ranking.interruption_rate_per_hour is 'expected preemptions per instance-hour (config/ranking.toml; 0 for on-demand and owned)';
@@ -108,6 +109,7 @@ comment on column published.gpu_cost_ranking_history.memory_per_gpu_gb is 'memor
 comment on column published.gpu_cost_ranking_history.predicted_tokens_per_sec_per_gpu is 'champion model''s predicted throughput, tokens per second per GPU';
 comment on column published.gpu_cost_ranking_history.predicted_low is 'low end of the 80% prediction interval, tokens per second per GPU';
 comment on column published.gpu_cost_ranking_history.predicted_high is 'high end of the 80% prediction interval, tokens per second per GPU';
+comment on column published.gpu_cost_ranking_history.extrapolation is 'what the throughput prediction extrapolates beyond the training telemetry, comma-separated: unseen_gpu, unseen_precision_family, unseen_framework, beyond_largest_cluster, moe_little_data (empty = none; the 80% interval is widened accordingly)';
 comment on column published.gpu_cost_ranking_history.hours_to_finish is 'hours to train token_budget without preemption = token_budget / (predicted_tokens_per_sec_per_gpu x gpus x 3600)';
 comment on column published.gpu_cost_ranking_history.compute_usd is 'USD without preemption = instances x usd_per_hour x hours_to_finish (commitments: the whole billed term, less resale)';
 comment on column published.gpu_cost_ranking_history.interruption_rate_per_hour is 'expected preemptions per instance-hour (config/ranking.toml; 0 for on-demand and owned)';

@@ -143,3 +143,21 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
 def selection_score(results: Mapping[str, GroupedCV], metric: str = "median_ape") -> float:
     """Champion score: mean over groupings of the pooled out-of-fold metric (lower is better)."""
     return float(np.mean([cv.pooled[metric] for cv in results.values()]))
+
+
+def no_worse_than_baseline(candidate: Mapping[str, GroupedCV], baseline: Mapping[str, GroupedCV],
+                           metric: str = "median_ape") -> list[str]:
+    """The groupings on which `candidate` is WORSE than the constant-MFU baseline (empty: eligible)."""
+    return [g for g in baseline if candidate[g].pooled[metric] > baseline[g].pooled[metric]]
+
+
+def select_best(results: Sequence[tuple[str, Mapping[str, GroupedCV], float]], baseline: str,
+                metric: str = "median_ape") -> tuple[str, dict[str, list[str]]]:
+    """The champion rule: among candidates no worse than the baseline on ANY grouping, the lowest score
+    (ties keep the given order); the baseline is always eligible. `results` are (name, cv by grouping,
+    score). Returns (winner, candidate -> groupings where it lost to the baseline)."""
+    by_name = {name: cv for name, cv, _ in results}
+    losses = {name: no_worse_than_baseline(cv, by_name[baseline], metric) for name, cv, _ in results}
+    eligible = [(name, score) for name, _, score in results if not losses[name]]
+    return min(eligible, key=lambda item: item[1])[0], {k: v for k, v in losses.items() if v}
+

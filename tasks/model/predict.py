@@ -18,7 +18,7 @@ import mlflow
 import polars as pl
 from mlflow.entities.model_registry import ModelVersion
 
-from tasks.model.serving import PREDICTION_COLUMNS, TokenEfficiencyModel
+from tasks.model.serving import EXTRAPOLATION, PREDICTION_COLUMNS, TokenEfficiencyModel
 from tasks.model.tracking import (
     CHAMPION,
     REGISTERED_MODEL,
@@ -30,7 +30,7 @@ from tasks.model.tracking import (
 
 log = logging.getLogger("gpucost.predict")
 
-OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, "model_version", "unscored_reason")
+OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", "unscored_reason")
 # Throughput columns of a prediction input are ignored (never passed to the features).
 IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")
 
@@ -65,13 +65,17 @@ class Champion:
         if features.height == 0:
             return features.with_columns(
                 *[pl.lit(None, pl.Float64).alias(c) for c in PREDICTION_COLUMNS],
-                pl.lit(self.version).alias("model_version"))
+                pl.lit(None, pl.String).alias(EXTRAPOLATION), pl.lit(self.version).alias("model_version"))
         # through the pyfunc, so the registered signature is enforced exactly as for any MLflow client
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
             predicted = self.pyfunc.predict(self.model.model_input(features))
         columns = [pl.Series(name, predicted[name].to_numpy(dtype="float64"), dtype=pl.Float64, nan_to_null=True)
                    for name in PREDICTION_COLUMNS]
+        # versions trained before extrapolation flags only know seen / unseen GPUs
+        flags = (predicted[EXTRAPOLATION].astype(str).tolist() if EXTRAPOLATION in predicted.columns
+                 else ["" if g in self.seen_gpus else "unseen_gpu" for g in features["gpu"].to_list()])
+        columns.append(pl.Series(EXTRAPOLATION, flags, dtype=pl.String))
         return features.with_columns(*columns, pl.lit(self.version).alias("model_version"))
 
 
@@ -210,7 +214,8 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
     scored = champion.predict(features.with_row_index("_row").filter(scorable))
     predictions = (
         pl.DataFrame({"_row": pl.arange(0, rows.height, eager=True, dtype=pl.UInt32)})
-        .join(scored.select("_row", *PREDICTION_COLUMNS, "model_version"), on="_row", how="left", maintain_order="left")
+        .join(scored.select("_row", *PREDICTION_COLUMNS, EXTRAPOLATION, "model_version"), on="_row", how="left",
+              maintain_order="left")
         .drop("_row")
     )
     out = rows.drop([c for c in OUTPUT_COLUMNS if c in rows.columns])

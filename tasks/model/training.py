@@ -40,10 +40,11 @@ from tasks.model.evaluation import (
     cross_validate,
     grouped_folds,
     prepare_training_data,
+    select_best,
     selection_score,
 )
-from tasks.model.intervals import IntervalOffsets, cross_fold_coverage
-from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc
+from tasks.model.intervals import IntervalOffsets, conformal_bounds, cross_fold_coverage, unseen_bounds
+from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc, TrainingCoverage
 from tasks.model.tracking import (
     CHALLENGER,
     CHAMPION,
@@ -148,8 +149,9 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
           for grouping, grouping_folds in folds.items()}
     level = float(config["intervals"]["level"])
     unseen = config["intervals"]["unseen_gpu_grouping"]
-    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level, unseen=g == unseen)
-                for g, result in cv.items()}
+    unseen_groupings = (unseen, config["intervals"].get("unseen_precision_grouping"))
+    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level,
+                                       unseen=g in unseen_groupings) for g, result in cv.items()}
     evaluation = CandidateEvaluation(spec=spec, cv=cv, score=selection_score(cv, config["selection"]["metric"]),
                                      coverage=coverage)
     if with_importance:
@@ -283,7 +285,28 @@ def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
                                           float(icfg["level"]))
     pipeline = best.fitted if best.fitted is not None else build_pipeline(best.spec).fit(data.frame, data.log_mfu)
     seen = tuple(sorted(data.frame["gpu"].dropna().astype(str).unique()))
-    return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen)
+    frame = data.frame
+    # in-distribution offsets: new configurations (a model size of a source) of sources the model has seen
+    configuration = (frame["source_group"].fillna("unknown").astype(str) + "|"
+                     + frame["params_b"].round(1).astype(str)).to_numpy()
+    known = cross_validate(best.spec, data, "configuration",
+                           grouped_folds(configuration, int(icfg.get("known_folds", 5))), target)
+    known_low, known_high = conformal_bounds(known.residuals(data), float(icfg["level"]))
+    family_grouping = icfg.get("unseen_precision_grouping")
+    family_low, family_high = (unseen_bounds(best.cv[family_grouping].residuals(data), float(icfg["level"]))
+                               if family_grouping in best.cv else (intervals.unseen_low, intervals.unseen_high))
+    coverage = TrainingCoverage(
+        precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
+        frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
+        max_num_gpus=float(frame["num_gpus"].max()),
+        moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
+        min_moe_rows=int(icfg.get("min_moe_rows", 30)), widen_factor=float(icfg.get("widen_factor", 1.5)),
+        unseen_precision_low=min(family_low, intervals.seen_low),
+        unseen_precision_high=max(family_high, intervals.seen_high),
+        known_low=max(known_low, intervals.seen_low), known_high=min(known_high, intervals.seen_high),
+    )
+    return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen,
+                                coverage=coverage)
 
 
 def pip_requirements() -> list[str]:
@@ -445,7 +468,12 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
             evaluations.append(evaluation)
             log.info("%s: score %.4f (%s)", spec.name, evaluation.score,
                      ", ".join(f"{g} median APE {evaluation.median_ape(g):.1%}" for g in folds))
-        best = min(evaluations, key=lambda e: e.score)  # ties keep config order
+        baseline_name = next(e.spec.name for e in evaluations if e.spec.kind == BASELINE_KIND)
+        winner, losses = select_best([(e.spec.name, e.cv, e.score) for e in evaluations], baseline_name,
+                                     config["selection"]["metric"])
+        for name, groupings in losses.items():
+            log.info("%s is not eligible: worse than the constant-MFU baseline on %s", name, ", ".join(groupings))
+        best = next(e for e in evaluations if e.spec.name == winner)
         champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
         decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
         model = fit_model(best, data, target, config)
@@ -463,7 +491,15 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         alias = CHAMPION if decision.promote else CHALLENGER
         baseline = next(e for e in evaluations if e.spec.kind == BASELINE_KIND)
         mlflow.set_tags({"best_candidate": best.spec.name, "registered_version": version, TAG_DECISION: alias,
-                         TAG_REASON: decision.reason})
+                         TAG_REASON: decision.reason,
+                         "not_eligible": "; ".join(f"{n}: worse than baseline on {', '.join(g)}"
+                                                   for n, g in losses.items()) or "none"})
+        structured = getattr(best.fitted[-1], "structured_", best.fitted[-1]) if best.fitted is not None else None
+        if hasattr(structured, "learned"):
+            mlflow.log_metrics({"learned/" + k.replace("[", ".").replace("]", ""): v
+                                for k, (v, _unit) in structured.learned().items()})
+            mlflow.log_dict({k: {"value": v, "unit": u} for k, (v, u) in structured.learned().items()},
+                            "learned_parameters.json")
         mlflow.log_metrics({"best_score": best.score, "baseline_score": baseline.score,
                             **{f"interval_coverage/{g}": c for g, c in best.coverage.items()},
                             **{f"interval/{k}": v for k, v in model.intervals.to_dict().items()}})

@@ -20,6 +20,7 @@ PREDICTION_SCHEMA: dict[str, pl.DataType] = {
     "predicted_tokens_per_sec_per_gpu": pl.Float64(),
     "predicted_low": pl.Float64(),
     "predicted_high": pl.Float64(),
+    "extrapolation": pl.String(),      # what the prediction extrapolates ("" = nothing)
     "model_version": pl.String(),
 }
 
@@ -64,6 +65,8 @@ def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: T
     predicted = champion.predict(features)
     if "model_version" not in predicted.columns:
         predicted = predicted.with_columns(model_version=pl.lit(champion.version))
+    if "extrapolation" not in predicted.columns:  # a ThroughputModel that does not say
+        predicted = predicted.with_columns(extrapolation=pl.lit(None, pl.String))
     return predicted.select(
         [pl.col(name).cast(dtype) for name, dtype in PREDICTION_SCHEMA.items()]
     )

@@ -29,8 +29,11 @@ def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Pat
     model = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}@{CHAMPION}")
     wrapped = model.unwrap_python_model().model
     predicted = model.predict(wrapped.model_input(training_features.head(5)))
-    assert list(predicted.columns) == ["predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high"]
-    values = predicted.to_numpy()
+    assert list(predicted.columns) == ["predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high",
+                                       "extrapolation"]
+    # training rows: every GPU, precision family and framework was seen, no cluster beyond the largest
+    assert set(predicted["extrapolation"]) <= {"", "moe_little_data"}
+    values = predicted.drop(columns="extrapolation").to_numpy(dtype="float64")
     assert np.isfinite(values).all()
     assert (predicted["predicted_low"] <= predicted["predicted_tokens_per_sec_per_gpu"]).all()
     assert (predicted["predicted_tokens_per_sec_per_gpu"] <= predicted["predicted_high"]).all()
