@@ -73,6 +73,10 @@ def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
     layers = (8.03e9 / (12 * 128**2)) ** (1 / 3)
     assert terms.layer_width[0] == pytest.approx(layers * 128 * layers)
     assert bool(terms.shape_estimated[0])
+    # no micro_batch: 8192 tokens per micro-step, 2 sequences of 4096; every part is still a finite time
+    assert terms.overhead_units[0] == pytest.approx(layers / 8192)
+    parts = step_time_parts(terms, PARAMS)
+    assert all(np.isfinite(p[0]) and p[0] >= 0 for p in parts.values())
 
 
 def _cv(median_ape: float) -> GroupedCV:

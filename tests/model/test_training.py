@@ -48,7 +48,7 @@ def test_each_candidate_run_has_fold_metrics_dataset_plot_and_importance(in_trai
     children = client.search_runs([experiment.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{outcome.run_id}'")
     # the small config has 3 candidates
-    assert sorted(r.info.run_name for r in children) == ["lasso", "physics_baseline", "ridge"]
+    assert sorted(r.info.run_name for r in children) == ["lasso", "physics_baseline", "structured_step_time"]
     run = next(r for r in children if r.info.run_name == "lasso")
     # the bundled telemetry has 3 GPU types with telemetry (A100-40GB, A100-80GB, H100-SXM): 3 folds, steps 0..2
     history = client.get_metric_history(run.info.run_id, "cv_gpu/fold_median_ape")
@@ -137,7 +137,8 @@ def test_full_candidate_set_champion_beats_baseline(training_features: pl.DataFr
     outcome = train_and_register(training_features)
     assert set(outcome.scores) == {c["name"] for c in load_config("models")["candidates"]}
     assert outcome.alias == "champion" and outcome.best != "physics_baseline"
-    for grouping in ("gpu", "source_group"):
-        assert outcome.median_ape[outcome.best][grouping] < outcome.median_ape["physics_baseline"][grouping]
+    # the champion is no worse than the constant-MFU baseline on ANY grouping (the selection rule)
+    for grouping in ("gpu", "source_group", "precision"):
+        assert outcome.median_ape[outcome.best][grouping] <= outcome.median_ape["physics_baseline"][grouping]
     # "clearly below": at least a fifth lower on the champion score (mean of the two grouped median APEs)
     assert outcome.scores[outcome.best] < 0.8 * outcome.scores["physics_baseline"]
