@@ -1,4 +1,4 @@
-"""The telemetry contract (../shared/DESIGN.md, "Training telemetry") as column names and types.
+"""The telemetry contract (README.md, "Data contracts") as column names and types.
 
 `NORMALISED_SCHEMA` is what `normalise_runs` returns and what `core.telemetry_runs` stores (plus the
 provenance columns), so the feature SQL can rely on every column existing with one type.
