@@ -140,6 +140,14 @@ def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             "features.training_runs does not exist yet: run `gpucost ingest telemetry` first") from error
 
 
+def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:
+    """Permutation-importance score: minus the mean absolute log-MFU error over rows with a prediction (a
+    shuffled column can pair a GPU with a precision it has no peak for, e.g. an A100 with fp8: no prediction)."""
+    predicted = np.asarray(estimator.predict(X), dtype="float64")
+    defined = np.isfinite(predicted)
+    return -float(np.mean(np.abs(predicted[defined] - np.asarray(y)[defined]))) if defined.any() else float("-inf")
+
+
 def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[str, list[Fold]],
                        target: TargetSpec, config: Mapping[str, Any], with_importance: bool = True
                        ) -> CandidateEvaluation:
@@ -158,7 +166,7 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
         columns = list(spec.uses_features.input_columns)
         result = permutation_importance(
-            evaluation.fitted, data.frame[columns], data.log_mfu, scoring="neg_mean_absolute_error",
+            evaluation.fitted, data.frame[columns], data.log_mfu, scoring=_neg_mae_where_defined,
             n_repeats=int(config["importance"]["n_repeats"]), random_state=spec.seed,
         )
         # mean increase of the log-MFU absolute error when the column is shuffled (0 = unused)
