@@ -21,6 +21,7 @@ from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
 
 from tasks.model.candidates import CandidateSpec, build_pipeline
 from tasks.model.design import PHYSICS_BOUND, TARGET, log_mfu, tokens_per_sec
+from tasks.progress import tick
 
 METRICS = ("mse", "rmse", "mae", "r2", "median_ape")
 
@@ -128,7 +129,8 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
     oof = np.full(data.rows, np.nan)
     fold_of_row = np.full(data.rows, -1)
     fold_metrics = []
-    for fold in folds:
+    for number, fold in enumerate(folds, start=1):
+        tick("%s: leave one %s out, fold %d of %d", spec.name, grouping, number, len(folds))
         model = clone(template).fit(data.frame.iloc[fold.train], data.log_mfu[fold.train])
         predicted = target.clip(model.predict(data.frame.iloc[fold.test]))
         oof[fold.test] = predicted

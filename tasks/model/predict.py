@@ -27,11 +27,14 @@ from tasks.model.tracking import (
     version_by_alias,
     was_champion,
 )
+from tasks.telemetry.contract import REQUIRED_COLUMNS
 
 log = logging.getLogger("gpucost.predict")
 
 OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", "unscored_reason")
 # Throughput columns of a prediction input are ignored (never passed to the features).
+# What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
+PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
 IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")
 
 
@@ -223,12 +226,27 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
     return pl.concat([out, predictions, reason], how="horizontal")
 
 
+class PredictInputError(ValueError):
+    """The input file cannot be predicted at all (e.g. a required contract column is missing)."""
+
+
+def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
+    """Every column a prediction needs (the telemetry contract's required columns but run_id and throughput)."""
+    missing = [c for c in PREDICTION_REQUIRED_COLUMNS if c not in rows.columns]
+    if missing:
+        raise PredictInputError(f"{path}: missing required column(s) {', '.join(missing)} "
+                                f"(a prediction needs {', '.join(PREDICTION_REQUIRED_COLUMNS)})")
+
+
 def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_: str | None = None) -> pl.DataFrame:
-    """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with."""
+    """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with,
+    PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
+    rows = read_rows(Path(input_path))
+    check_prediction_columns(rows, Path(input_path))
     champion = load_champion(tracking_uri_)
     if champion is None:
         raise NoChampionError(f"no `{CHAMPION}` version of registered model `{REGISTERED_MODEL}` in "
                               f"{tracking_uri(tracking_uri_)}: run `gpucost train` (or `gpucost run`) first")
-    result = predict_rows(read_rows(Path(input_path)), champion)
+    result = predict_rows(rows, champion)
     write_rows(result, Path(output_path))
     return result

@@ -29,6 +29,7 @@ from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
+from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
@@ -116,6 +117,9 @@ class TrainingOutcome:
     digest: str
     run_id: str
     wall_seconds: float
+
+    def summary_line(self) -> str:
+        return f"train: version {self.version} -> {self.alias} ({self.best}): {self.reason}"
 
     def markdown(self) -> str:
         groupings = list(next(iter(self.median_ape.values())).keys())
@@ -468,7 +472,8 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         mlflow.log_input(dataset, context="training")
         mlflow.set_tag(TAG_DIGEST, data.digest)
         evaluations = []
-        for spec in specs:
+        for number, spec in enumerate(specs, start=1):
+            progress.step("train: candidate %d of %d: %s (%d rows)", number, len(specs), spec.name, data.rows)
             evaluation = evaluate_candidate(spec, data, folds, target, config)
             with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True,
                                   tags=process_tags()):
