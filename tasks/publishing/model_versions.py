@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-MODEL_NAME = "token-efficiency"
-
 MODEL_VERSION_SCHEMA: dict[str, pl.DataType] = {
     "model_name": pl.String(),
     "version": pl.String(),
@@ -40,6 +38,8 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
         return empty_model_versions(), damaged.message
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
+
+    from tasks.model.tracking import REGISTERED_MODEL as MODEL_NAME  # the one place the name is defined
 
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     try:

@@ -12,6 +12,8 @@ import polars as pl
 # required too, as `tokens_per_sec_per_gpu` or as the pair `tokens_processed` + `wall_seconds`.
 REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "seq_len", "precision")
 THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
+# The workload types of the contract (telemetry rows and config/workloads.toml entries alike).
+WORKLOAD_TYPES: tuple[str, ...] = ("pretrain", "sft", "lora", "qlora")
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
 
 # Contract columns as read: name -> kind ("text", "float", "int", "timestamp", or a vocabulary: "precision",

@@ -1,59 +1,12 @@
-"""One nightly run through the real command line (`gpucost run` in a subprocess: real Prefect, DuckDB, MLflow,
-the bundled samples, the small candidate set), shared by the command-line tests of the session. Tests that
-change state work on a copy of its home."""
+"""Fixtures of the command-line tests (the session's nightly run itself is `night`, in tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tasks.settings import PROJECT_ROOT
-from tests.model.conftest import SMALL_CANDIDATES, make_config_dir
-
-GPUCOST = Path(sys.executable).with_name("gpucost")
-
-
-@dataclass(frozen=True)
-class Night:
-    home: Path
-    config: Path
-    env: dict[str, str]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
-
-    def copy_home(self, target: Path) -> Path:
-        shutil.copytree(self.home, target, ignore=shutil.ignore_patterns("nightly.lock", "prefect"))
-        return target
-
-
-def gpucost(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(GPUCOST), *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
-                          timeout=timeout)
-
-
-@pytest.fixture(scope="session")
-def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Night:
-    from prefect.settings import PREFECT_API_URL
-
-    root = tmp_path_factory.mktemp("cli-night")
-    config = make_config_dir(root, SMALL_CANDIDATES)
-    env = {**os.environ, "GPUCOST_HOME": str(root / "home"), "GPUCOST_CONFIG_DIR": str(config),
-           "PREFECT_API_URL": str(PREFECT_API_URL.value()), "COLUMNS": "100"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    env.pop("PREFECT_LOGGING_LEVEL", None)
-    started = time.perf_counter()
-    done = gpucost("run", env=env)
-    return Night(root / "home", config, env, done.returncode, done.stdout, done.stderr,
-                 time.perf_counter() - started)
+from tests.cli.night import Night
 
 
 @pytest.fixture

@@ -11,11 +11,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 from tasks.settings import DATA_DIR, PROJECT_ROOT
-from tests.cli.conftest import GPUCOST, Night, gpucost
+from tests.cli.night import GPUCOST, Night, gpucost
 from tests.conftest import FIXTURES, TELEMETRY_SAMPLES
 
 pytestmark = pytest.mark.flow
@@ -23,29 +24,36 @@ pytestmark = pytest.mark.flow
 HOLD_OPEN = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('HELD', flush=True); time.sleep(300)"
 
 
-def telemetry_runs_by_gpu() -> dict[str, int]:
-    """Worked out from the bundled telemetry file itself: rows per canonical GPU (alias table), without the
+def telemetry_runs_by_gpu(*files: Path) -> dict[str, int]:
+    """Worked out from the bundled telemetry files themselves: rows per canonical GPU (alias table), without the
     rows the validation quarantines for a missing num_gpus."""
-    aliases = dict(csv.reader(io.StringIO((DATA_DIR / "reference" / "gpu_aliases.csv").read_text())))
-    runs = pl.read_csv(TELEMETRY_SAMPLES / "published_benchmarks.csv", infer_schema=False)
-    kept = runs.filter(pl.col("num_gpus").is_not_null() & (pl.col("num_gpus") != ""))
+    table = pl.read_csv(DATA_DIR / "reference" / "gpu_aliases.csv", infer_schema=False)
+    aliases = dict(zip(table["alias"], table["gpu"], strict=True))
     counts: dict[str, int] = {}
-    for name in kept["gpu"]:
-        gpu = aliases.get(name, name)
-        counts[gpu] = counts.get(gpu, 0) + 1
+    for path in files or sorted(TELEMETRY_SAMPLES.glob("*.csv")):
+        runs = pl.read_csv(path, infer_schema=False)
+        for name in runs.filter(pl.col("num_gpus").is_not_null() & (pl.col("num_gpus") != ""))["gpu"]:
+            gpu = aliases.get(name, name)
+            counts[gpu] = counts.get(gpu, 0) + 1
     return counts
 
 
+def warehouse_runs_by_gpu(home: Path) -> dict[str, int]:
+    with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:
+        return dict(con.sql("select gpu, count(*) from core.telemetry_runs group by gpu").fetchall())
+
+
 def test_make_run_prints_progress_no_warning_and_fits_100_columns(night: Night) -> None:
-    from tasks.sources import configured_price_sources
+    from tasks.sources import configured_price_sources, configured_telemetry_paths
 
     assert night.returncode == 0, night.stderr[-3000:]
     output = night.stdout + night.stderr
-    files = len(configured_price_sources())
+    files, telemetry = len(configured_price_sources()), len(configured_telemetry_paths())
+    # 336 rows in published_benchmarks.csv, 10 of them without num_gpus (quarantined)
     for line in (f"ingest prices: file 1 of {files}: ", f"ingest prices: file {files} of {files}: ",
-                 "ingest telemetry: file 1 of 1: 326 rows loaded, 10 quarantined: published_benchmarks.csv",
-                 "train: candidate 1 of 3: physics_baseline (326 rows)", "train: candidate 3 of 3: ridge (326 rows)",
-                 "publish: completed: "):
+                 f"ingest telemetry: file 1 of {telemetry}: 326 rows loaded, 10 quarantined: published_benchmarks.csv",
+                 f"ingest telemetry: file {telemetry} of {telemetry}: ", "train: candidate 1 of 3: physics_baseline (",
+                 "train: candidate 3 of 3: ridge (", "publish: completed: "):
         assert line in output, line
     assert "warning" not in output.lower() and "\x1b" not in output and "Traceback" not in output, output
     too_wide = [line for line in output.splitlines() if len(line) > 100]
@@ -60,9 +68,11 @@ def test_the_cheapest_way_to_train_on_an_h100_is_one_command(night: Night) -> No
     assert all("H100" in row["gpu"] and row["workload"] == "7b-pretrain-1t" for row in rows)
     costs = [float(row["usd_per_mtoken"]) for row in rows]
     assert costs == sorted(costs)
-    runs = telemetry_runs_by_gpu()
-    for row in rows:  # every row says how much telemetry stands behind it: 123 H100-SXM runs in the sample
-        assert row["trust"] == f"{runs[row['gpu']]} runs" and runs[row["gpu"]] > 0
+    runs = warehouse_runs_by_gpu(night.home)
+    first_file = telemetry_runs_by_gpu(TELEMETRY_SAMPLES / "published_benchmarks.csv")
+    assert first_file["H100-SXM"] == 123  # counted in the file: H100-SXM rows with num_gpus
+    for row in rows:  # every row says how much telemetry stands behind it
+        assert row["trust"] == f"{runs[row['gpu']]} runs" and runs[row["gpu"]] >= first_file.get(row["gpu"], 1)
         assert float(row["usd_per_mtoken_low"]) <= float(row["usd_per_mtoken"]) <= float(row["usd_per_mtoken_high"])
 
     table = gpucost("offers", "--workload", "7b-pretrain-1t", "--gpu", "H100", "--limit", "3", env=night.env)
@@ -73,12 +83,27 @@ def test_the_cheapest_way_to_train_on_an_h100_is_one_command(night: Night) -> No
 def test_b200_and_l4_answers_say_extrapolated(night: Night) -> None:
     runs = telemetry_runs_by_gpu()
     assert "B200" not in runs and "L4" not in runs  # no run of either GPU in the bundled telemetry
+    assert "B200" not in warehouse_runs_by_gpu(night.home)
     for gpu in ("B200", "L4"):
         done = gpucost("offers", "--gpu", gpu, "--json", env=night.env)
         rows = json.loads(done.stdout)
         assert rows and {row["trust"] for row in rows} == {"extrapolated"}, gpu
-    # the nightly summary's top offers carry the same mark
-    assert "extrapolated" in night.stdout or "runs" in night.stdout
+
+
+
+def test_the_nightly_summary_and_prefect_artifact_carry_the_same_mark(night: Night) -> None:
+    from tasks.publishing.artifacts import top_offers
+
+    runs = warehouse_runs_by_gpu(night.home)
+    with duckdb.connect(str(night.home / "warehouse.duckdb"), read_only=True) as con:
+        ((night_date,),) = con.sql("select max(publish_date) from marts.gpu_cost_ranking_history").fetchall()
+        top = top_offers(con, night_date, 3)  # the rows of the table artifact and the summary's table
+    assert not top.is_empty()
+    for row in top.iter_rows(named=True):
+        count = runs.get(row["gpu"], 0)
+        assert row["trust"] == (f"{count} runs" if count > 1 else "extrapolated" if count == 0 else "1 run")
+    # and the command line's own summary of the night shows it next to each workload's best offer
+    assert "telemetry" in night.stdout and any(m in night.stdout for m in ("extrapolated", " runs"))
 
 
 def test_filters_and_sort_by_time(night: Night) -> None:
