@@ -51,24 +51,31 @@ class ProgressHandler(logging.Handler):
     """`gpucost.progress` records as lines: `HH:MM:SS message`. Ticks (fold j of k) overwrite one line on a
     terminal and are dropped otherwise, so logs and CI stay line-based and short."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         super().__init__(logging.DEBUG)
-        self.stream = stream
-        self.terminal = stream.isatty()
+        self._stream = stream  # None: whatever sys.stderr is when a record comes (tests swap it)
         self.pending = False  # a tick is on screen without its newline
 
+    @property
+    def stream(self) -> TextIO:
+        return self._stream or sys.stderr
+
     def emit(self, record: logging.LogRecord) -> None:
-        transient = getattr(record, TRANSIENT, False)
-        if transient and not self.terminal:
-            return
-        text = one_line(f"{time.strftime('%H:%M:%S')} {record.getMessage()}")
-        if transient:
-            self.stream.write("\r\x1b[K" + text)
-            self.pending = True
-        else:
-            self.stream.write(("\r\x1b[K" if self.pending else "") + text + "\n")
-            self.pending = False
-        self.stream.flush()
+        try:
+            stream = self.stream
+            transient = getattr(record, TRANSIENT, False)
+            if transient and not stream.isatty():
+                return
+            text = one_line(f"{time.strftime('%H:%M:%S')} {record.getMessage()}")
+            if transient:
+                stream.write("\r\x1b[K" + text)
+                self.pending = True
+            else:
+                stream.write(("\r\x1b[K" if self.pending else "") + text + "\n")
+                self.pending = False
+            stream.flush()
+        except Exception:  # noqa: BLE001 - logging's contract: a handler never raises into the caller
+            self.handleError(record)
 
 
 class _OneLineRecords(logging.Filter):
@@ -104,7 +111,6 @@ def quiet_prefect_environment() -> None:
 
 def configure_cli_output(stream: TextIO | None = None) -> None:
     """After Prefect is imported (it installs its own warning capture and handlers at import)."""
-    stream = stream or sys.stderr
     filter_known_noise()
     logging.captureWarnings(False)
     warnings.showwarning = _show_warning
