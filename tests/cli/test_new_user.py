@@ -190,8 +190,9 @@ def test_no_champion_and_no_published_ranking_are_one_line(night: Night, tmp_pat
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert done.stderr.startswith("error: no `champion` version of registered model `token-efficiency` in sqlite:///")
     offers = gpucost("offers", env=env)
-    assert (offers.returncode, offers.stderr) == (1, f"error: no published ranking at {tmp_path / 'empty-home'}/"
-                                                     "published.duckdb: run `gpucost run` (or `gpucost publish`) first\n")
+    published = tmp_path / "empty-home" / "published.duckdb"
+    assert (offers.returncode, offers.stderr) == (
+        1, f"error: no published ranking at {published}: run `gpucost run` (or `gpucost publish`) first\n")
 
 
 def test_readme_mentions_offers_with_its_output() -> None:
