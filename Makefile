@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint bench bench-accuracy serve clean mlflow-ui
 
+# pip's own progress on a terminal; quiet in CI and logs (stdout not a terminal)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "installing gpucost and its dependencies into $(VENV)"
+	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)

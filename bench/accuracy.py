@@ -16,8 +16,9 @@ from pathlib import Path
 import polars as pl
 
 from tasks.features import refresh_feature_table
-from tasks.model.candidates import BASELINE_KIND, CandidateSpec, candidate_specs
-from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data
+from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
+from tasks.model.design import tokens_per_sec
+from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
 from tasks.model.training import evaluate_candidate, read_training_features
 from tasks.reference import load_reference_tables, read_aliases
@@ -69,8 +70,11 @@ def main() -> int:
         evaluations.append((evaluate_candidate(spec, data, folds, target, config, with_importance=False),
                             time.perf_counter() - t0))
     baseline = next(e for e, _ in evaluations if e.spec.kind == BASELINE_KIND)
-    champion_spec = registered[1] if registered else min((e for e, _ in evaluations), key=lambda e: e.score).spec
-    champion_label = f"registered champion {registered[0]}" if registered else "best configured candidate"
+    winner, losses = select_best([(e.spec.name, e.cv, e.score) for e, _ in evaluations], baseline.spec.name,
+                                 config["selection"]["metric"])
+    champion_spec = registered[1] if registered else next(e.spec for e, _ in evaluations if e.spec.name == winner)
+    champion_label = (f"registered champion {registered[0]}" if registered
+                      else "best configured candidate no worse than the baseline on any grouping")
     groupings = list(folds)
     level = float(config["intervals"]["level"])
 
@@ -100,6 +104,26 @@ def main() -> int:
                   f"{theirs['median_ape']:.1%} |")
         print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | "
               f"**{baseline.median_ape(g):.1%}** |")
+    for name, lost in losses.items():
+        print(f"\n{name} cannot be champion: worse than the constant-MFU baseline on {', '.join(lost)}")
+    fitted = build_pipeline(champion.spec).fit(data.frame, data.log_mfu)[-1]
+    structured = getattr(fitted, "structured_", fitted)
+    if hasattr(structured, "learned"):
+        print(f"\n## Learned parameters of {champion.spec.name} (all {data.rows} runs)\n")
+        print("| parameter | value | unit |\n|---|---:|---|")
+        for name, (value, unit) in structured.learned().items():
+            print(f"| {name} | {value:.4g} | {unit} |")
+    g = groupings[0]
+    predicted = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound)
+    ape = abs(predicted / data.tokens_per_sec - 1)
+    print(f"\n## Worst five held-out runs (leave-one-{g}-out)\n")
+    print("| run_id | source | gpu | GPUs | params (B) | seq | precision | measured | predicted |\n"
+          "|---|---|---|---:|---:|---:|---|---:|---:|")
+    for i in ape.argsort()[::-1][:5]:
+        row = data.frame.iloc[i]
+        print(f"| {row['run_id']} | {row['source_group']} | {row['gpu']} | {row['num_gpus']} | {row['params_b']:g} | "
+              f"{row['seq_len']} | {row['precision']} {row['precision_recipe']} | {data.tokens_per_sec[i]:.0f} | "
+              f"{predicted[i]:.0f} |")
     print(f"\ninterval coverage ({level:.0%} target): "
           + ", ".join(f"{g} {champion.coverage[g]:.1%}" for g in groupings)
           + f"\ntotal {time.perf_counter() - started:.1f} s")

@@ -4,6 +4,7 @@ reason on stderr, when it fails."""
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -22,11 +23,61 @@ app.add_typer(ingest_app, name="ingest")
 out = Console()
 err = Console(stderr=True)
 
+# Commands that run flows from the terminal: Prefect's console shows warnings and errors only, our progress
+# lines say the rest (flows/console.py). `serve` keeps Prefect's own logging.
+FLOW_COMMANDS = {"run", "train", "publish", "ingest"}
+
+
+@app.callback()
+def _before_command(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand in FLOW_COMMANDS:
+        from flows.console import quiet_prefect_environment
+
+        quiet_prefect_environment()
+
+
+def flow_output() -> None:
+    """After a flow module (so Prefect) is imported: progress lines, one-line warnings, no escape codes."""
+    from flows.console import configure_cli_output
+
+    configure_cli_output()
+
 
 def fail(message: str, code: int = 1) -> None:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def check_readable(paths: list[Path] | None) -> None:
+    """A missing or unreadable input is said as such, before any flow (or Prefect server) starts (exit 2)."""
+    import os
+
+    for path in paths or []:
+        if not path.exists():
+            fail(f"{path}: no such file or directory", 2)
+        if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
+            fail(f"{path}: permission denied (not readable)", 2)
+
+
+def _print_totals(outcomes: list) -> None:
+    from tasks.summary import totals
+
+    t = totals(outcomes)
+    _print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
+                   f"ingested, {t['files_quarantined']} quarantined; rows: {t['rows_loaded']:,} loaded, "
+                   f"{t['rows_quarantined']:,} quarantined (why: the quarantine_summary table)")
+
+
+def check_warehouse_not_busy(code: int = 4) -> None:
+    """Another process holding the warehouse is reported in one line, before any flow starts."""
+    from tasks.publishing.lock import check_warehouse_free
+    from tasks.warehouse import WarehouseBusyError
+
+    try:
+        check_warehouse_free()
+    except WarehouseBusyError as error:
+        fail(str(error), code)
 
 
 @ingest_app.command("prices")
@@ -36,22 +87,28 @@ def ingest_prices_cmd(
     format: Annotated[str | None, typer.Option("--format", help="Adapter: skypilot, aws-offer, ...")] = None,
 ) -> None:
     """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
-    from flows.ingest_prices import ingest_prices
     from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
-    from tasks.warehouse import WarehouseBusyError
 
+    check_readable(paths)
     try:
         sources = price_sources_for(paths, provider, format) if paths else configured_price_sources()
     except SourceConfigError as error:
         fail(str(error), 2)
+    check_warehouse_not_busy()
+    from flows.ingest_prices import ingest_prices
+    from tasks.warehouse import WarehouseBusyError
+
+    flow_output()
+
     try:
         with guarded(fail), _tracebacks_dropped():
             preflight("ingest")
             outcomes = ingest_prices(sources)
-    except WarehouseBusyError as error:
+    except WarehouseBusyError as error:  # taken between the check and the flow
         fail(str(error), 4)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
+    _print_totals(outcomes)
 
 
 @ingest_app.command("telemetry")
@@ -77,8 +134,12 @@ def ingest_telemetry_cmd(
             fail(str(error), 2)
     elif tracking_uri or mapping or rescan:
         fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", 2)
+    else:
+        check_readable([Path(p) for p in paths or []])
+    check_warehouse_not_busy()
     from flows.ingest_telemetry import ingest_telemetry
 
+    flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
             preflight("ingest")
@@ -88,6 +149,7 @@ def ingest_telemetry_cmd(
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         errors = "; ".join(sorted({o.error or "" for o in outcomes}))
         fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
+    _print_totals(outcomes)
 
 
 def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
@@ -129,12 +191,39 @@ def run() -> None:
                 check_warehouse_free()
             from flows.nightly import nightly
 
+            flow_output()
             with _tracebacks_dropped():
-                nightly()
+                steps = nightly()
     except RunLockedError as error:
         fail(str(error), 3)
     except WarehouseBusyError as error:
         fail(str(error), 4)
+    _print_night(steps)
+
+
+def _print_night(steps: dict[str, str]) -> None:
+    """What ran, then tonight's cheapest offer per workload with its trust mark (fits 100 columns)."""
+    import textwrap
+
+    from tasks.ranking.offers import OfferFilter, find_offers, open_published
+    from tasks.settings import paths
+
+    console = _narrow_console()
+    for name, outcome in steps.items():
+        console.print(textwrap.fill(f"{name}: {outcome}", 100, subsequent_indent="  "), highlight=False)
+    try:
+        con = open_published(paths().published)
+    except FileNotFoundError:
+        return
+    try:
+        best = find_offers(con, OfferFilter(limit=1))
+    finally:
+        con.close()
+    if not best.is_empty():
+        console.print()
+        _print_offers(best, "cost")
+        console.print("more: gpucost offers --workload NAME [--gpu H100 --spot --max-hours 500 ...]",
+                      highlight=False)
 
 
 @app.command()
@@ -148,6 +237,8 @@ def train() -> None:
     from tasks.model.tracking import connect_tracking, tracking_uri
     from tasks.model.training import NotEnoughTelemetryError
     from tasks.warehouse import WarehouseBusyError
+
+    check_warehouse_not_busy()
 
     uri = tracking_uri()
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
@@ -164,13 +255,21 @@ def train() -> None:
         store_failed(error)
     from flows.train import train as train_flow
 
+    flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
-            train_flow()
+            outcome = train_flow()
     except (NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
     except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
         store_failed(error)
+    _print_wrapped(outcome.summary_line())
+
+
+def _print_wrapped(text: str) -> None:
+    import textwrap
+
+    _narrow_console().print(textwrap.fill(text, 100, subsequent_indent="  "), highlight=False)
 
 
 class _DropTraceback:
@@ -183,7 +282,8 @@ class _DropTraceback:
 
 
 class _tracebacks_dropped:
-    """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks."""
+    """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks, and Prefect's API
+    failing to start or answer is one line (exit 1), not a traceback."""
 
     names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine")
 
@@ -194,25 +294,32 @@ class _tracebacks_dropped:
         for name in self.names:
             logging.getLogger(name).addFilter(self.filter)
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
         import logging
 
         for name in self.names:
             logging.getLogger(name).removeFilter(self.filter)
+        if isinstance(error, RuntimeError) and "Prefect API" in str(error):
+            from tasks.settings import paths
+
+            fail(f"the Prefect API is unavailable ({' '.join(str(error).split())}); state in "
+                 f"{paths().prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
 
 
 @app.command()
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
+    check_warehouse_not_busy()
     from flows.publish import publish as publish_flow
     from tasks.warehouse import WarehouseBusyError
 
+    flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
             preflight("publish")
             outcome = publish_flow()
     except WarehouseBusyError as error:
-        fail(str(error))
+        fail(str(error), 4)
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 
@@ -222,14 +329,147 @@ def predict(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write (CSV or Parquet)")],
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
-    from tasks.model.predict import NoChampionError, predict_file
+    check_readable([input])
+    from flows.console import configure_cli_output
 
+    configure_cli_output()
+    from tasks.model.predict import NoChampionError, PredictInputError, predict_file
     try:
         result = predict_file(input, output)
+    except PredictInputError as error:
+        fail(str(error), 2)
     except (NoChampionError, FileNotFoundError, ValueError) as error:
         fail(str(error))
-    unscored = result.filter(result["unscored_reason"].is_not_null()).height
-    out.print(f"{result.height - unscored} row(s) predicted, {unscored} unscored (see unscored_reason) -> {output}")
+    reasons = result["unscored_reason"].drop_nulls()
+    if result.height and reasons.len() == result.height:
+        fail(f"none of the {result.height} row(s) of {input} could be scored (first reason: {reasons[0]}); "
+             f"see unscored_reason in {output}")
+    out.print(f"{result.height - reasons.len()} row(s) predicted, {reasons.len()} unscored "
+              f"(see unscored_reason) -> {output}", highlight=False, soft_wrap=True)
+
+
+class SortBy(StrEnum):
+    cost = "cost"
+    time = "time"
+
+
+@app.command()
+def offers(
+    workload: Annotated[str | None, typer.Option(help="Only this workload (see `gpucost workloads`)")] = None,
+    gpu: Annotated[str | None, typer.Option(help="GPU name or part of it, e.g. H100")] = None,
+    provider: Annotated[str | None, typer.Option(help="e.g. aws, gcp, azure, lambda")] = None,
+    region: Annotated[str | None, typer.Option(help="e.g. us-east-1")] = None,
+    spot: Annotated[bool | None, typer.Option("--spot/--on-demand", help="Only spot, or only on-demand")] = None,
+    max_hours: Annotated[float | None, typer.Option(help="Finish within this many hours (expected)")] = None,
+    max_usd: Annotated[float | None, typer.Option(help="Cost at most this many USD in total (expected)")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Offers per workload")] = 10,
+    sort: Annotated[SortBy, typer.Option(help="Rank by cost or by time to finish")] = SortBy.cost,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV for scripts")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts")] = False,
+) -> None:
+    """Tonight's cheapest (or fastest) offers per workload, with the interval and the telemetry behind each."""
+    import duckdb
+
+    from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
+    from tasks.settings import paths
+
+    if as_csv and as_json:
+        fail("give --csv or --json, not both", 2)
+    wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
+                         pricing=None if spot is None else ("spot" if spot else "on_demand"),
+                         max_hours=max_hours, max_usd=max_usd, limit=limit, sort_by=sort.value)
+    try:
+        con = open_published(paths().published)
+    except FileNotFoundError as error:
+        fail(str(error))
+    except duckdb.Error as error:
+        fail(f"cannot read {paths().published}: {' '.join(str(error).split())}")
+    try:
+        known = published_workloads(con)
+        if workload is not None and workload not in known:
+            fail(f"no workload {workload!r} in the published ranking (workloads: {', '.join(known)})", 2)
+        found = find_offers(con, wanted)
+    finally:
+        con.close()
+    if as_csv:
+        sys.stdout.write(found.write_csv())
+        return
+    if as_json:
+        sys.stdout.write(found.write_json() + "\n")
+        return
+    if found.is_empty():
+        err.print("no ranked offer matches these filters", highlight=False)
+        raise typer.Exit(1)
+    _print_offers(found, sort.value)
+
+
+def _narrow_console() -> Console:
+    """stdout for tables a person reads: the terminal's width, or 100 columns when piped or logged."""
+    return out if out.is_terminal else Console(width=100)
+
+
+def _print_offers(found: object, sort_by: str) -> None:
+    """One narrow table per workload (fits 100 columns): the offer, GPUs, hours, $/Mtoken with its 80%
+    interval, and the trust mark (telemetry runs behind the GPU's prediction, or `extrapolated`)."""
+    console = _narrow_console()
+    for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
+        table = Table(title=f"{name}, by {sort_by}", title_justify="left", box=None, pad_edge=False,
+                      padding=(0, 1, 0, 0), show_edge=False)
+        table.add_column("#", justify="right")
+        table.add_column("offer", overflow="fold")
+        table.add_column("pricing")
+        table.add_column("GPUs", justify="right")
+        table.add_column("hours", justify="right")
+        table.add_column("$/Mtok", justify="right")
+        table.add_column("80% interval", justify="right")
+        table.add_column("telemetry")
+        for row in rows.iter_rows(named=True):
+            instances = f"{row['instances']} × " if row["instances"] and row["instances"] > 1 else ""
+            table.add_row(
+                str(row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
+                f"{row['provider']} {row['region']}\n{instances}{row['instance_type']}",
+                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}",
+                _figure(row["expected_hours"]), _usd(row["usd_per_mtoken"]),
+                f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}", row["trust"],
+            )
+        console.print(table)
+        console.print()
+
+
+def _figure(value: float) -> str:
+    """As a person reads it: 3 significant figures, thousands separated, no exponent."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _usd(value: float) -> str:
+    """Dollars per million tokens to 3 significant figures, trailing zeros kept (0.400, 0.0136)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+
+
+@app.command()
+def workloads() -> None:
+    """The workloads the nightly ranking prices (config/workloads.toml)."""
+    from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+
+    try:
+        frame = load_workloads()
+    except (WorkloadConfigError, FileNotFoundError) as error:
+        fail(str(error), 2)
+    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
+    for column in ("name", "type", "params", "tokens", "precision", "deadline", "description"):
+        table.add_column(column, overflow="fold")
+    for row in frame.iter_rows(named=True):
+        deadline = f"{row['deadline_hours']:,.0f} h" if row["deadline_hours"] else "-"
+        table.add_row(row["workload"], row["workload_type"], f"{row['params_b']:g}B",
+                      _tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
+    _narrow_console().print(table)
+
+
+def _tokens(value: float) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if value >= size:
+            return f"{value / size:g}{unit}"
+    return f"{value:g}"
 
 
 @app.command()

@@ -10,11 +10,12 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 
 from flows.retries import io_task_options
+from tasks import progress
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_price_sources
-from tasks.summary import outcomes_markdown
+from tasks.summary import outcome_line, outcomes_markdown
 from tasks.warehouse import warehouse
 
 
@@ -33,11 +34,12 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
         load_reference_tables(con)
         aliases = read_aliases()
         outcomes = []
-        for source in sources:
+        for number, source in enumerate(sources, start=1):
             try:
                 outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at))
             except OSError as error:  # still failing after the task's retries: tonight without this file
                 outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
+            progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))
     report = outcomes_markdown("Price ingest", outcomes)
     create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
     print(report)

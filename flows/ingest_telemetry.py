@@ -13,12 +13,13 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.retries import io_task_options
+from tasks import progress
 from tasks.features import refresh_feature_table
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_telemetry_paths
-from tasks.summary import outcomes_markdown
+from tasks.summary import outcome_line, outcomes_markdown
 from tasks.telemetry.ingest import DATASET, ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
@@ -75,11 +76,12 @@ def ingest_telemetry(
         aliases = read_aliases()
         vocabulary = load_vocabulary()
         outcomes = []
-        for path in paths:
+        for number, path in enumerate(paths, start=1):
             try:
                 outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
             except OSError as error:  # still failing after the task's retries: tonight without this file
                 outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
+            progress.step("ingest telemetry: file %d of %d: %s", number, len(paths), outcome_line(outcomes[-1]))
         for source in sources:
             try:
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))

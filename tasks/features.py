@@ -20,6 +20,10 @@ def model_shapes_path() -> str:
     return str(resolve_project_path(load_config("telemetry")["reference"]["model_shapes"]))
 
 
+def matmul_ceilings_path() -> str:
+    return str(resolve_project_path(load_config("telemetry")["reference"]["matmul_ceilings"]))
+
+
 def _conform(runs: pl.DataFrame) -> pl.DataFrame:
     """Every normalised column with its contract type (null where the frame has none), plus input order."""
     columns = [
@@ -35,7 +39,8 @@ def build_features(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> pl.Dat
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
     Needs core.gpu_specs (tasks.reference.load_reference_tables)."""
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features", {"model_shapes": model_shapes_path()}).pl()
+        features = query(con, "features/build_features", {"model_shapes": model_shapes_path(),
+                                                      "matmul_ceilings": matmul_ceilings_path()}).pl()
     return features.select(FEATURE_COLUMNS)
 
 

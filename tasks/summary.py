@@ -25,6 +25,18 @@ def outcome_rows(outcomes: Sequence[FileOutcome]) -> list[dict[str, object]]:
     ]
 
 
+def outcome_line(o: FileOutcome) -> str:
+    """One file's outcome in a few words, for progress lines (file name last: the part a narrow line may cut)."""
+    name = o.source_file.rsplit("/", 1)[-1]
+    if o.status == "already_ingested":
+        return f"already ingested: {name}"
+    if o.status == "quarantined":
+        return f"quarantined whole ({o.error or 'unreadable'}): {name}"
+    extra = "".join(f", {n:,} {what}" for n, what in ((o.rows_quarantined, "quarantined"),
+                                                       (o.rows_skipped, "skipped")) if n)
+    return f"{o.rows_loaded:,} rows loaded{extra}: {name}"
+
+
 def totals(outcomes: Sequence[FileOutcome]) -> dict[str, object]:
     quarantined: Counter[str] = Counter()
     skipped: Counter[str] = Counter()

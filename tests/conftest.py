@@ -55,3 +55,11 @@ def prefect_harness() -> Iterator[None]:
     os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "true"
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> object:
+    """One `gpucost run` through the real command line for the whole session (tests/cli/night.py)."""
+    from tests.cli.night import run_night
+
+    return run_night(tmp_path_factory.mktemp("cli-night"))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tasks.settings import PROJECT_ROOT
-from tests.model.conftest import SMALL_CANDIDATES, make_config_dir
+from tests.cli.night import Night
 
 README = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -54,14 +54,10 @@ def test_readme_lists_every_cli_subcommand() -> None:
 
 
 @pytest.mark.flow
-def test_nightly_then_every_readme_query_returns_rows(
-    prefect_harness: None, gpucost_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from flows.nightly import nightly
-
-    monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(make_config_dir(tmp_path, SMALL_CANDIDATES)))
-    steps = nightly()
-    assert all(outcome.startswith("completed") for outcome in steps.values()), steps
+def test_nightly_then_every_readme_query_returns_rows(night: Night) -> None:
+    # the session's nightly run through the real command line (tests/cli/conftest.py), shared with the CLI tests
+    assert night.returncode == 0, night.stderr[-3000:]
+    gpucost_home = night.home
     assert (gpucost_home / "published.duckdb").exists()
     assert (gpucost_home / "gpu_cost_ranking.png").exists()
 

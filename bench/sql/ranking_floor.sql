@@ -9,7 +9,7 @@ with joined as (
         ranking_workloads.* exclude (providers, regions),
         offers.provider, offers.region, offers.zone, offers.instance_type, offers.pricing, offers.gpu,
         offers.gpu_count as gpus_per_instance, offers.usd_per_hour, offers.usd_per_gpu_hour, offers.observed_at,
-        offers.source_file, offers.source_line,
+        offers.source_file, offers.source_line, offers.term_hours,
         specs.memory_gb as gpu_memory_gb, specs.tdp_w, specs.source as gpu_spec_source,
         dense_peak_tflops(ranking_workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
             specs.fp8_dense_tflops, specs.fp4_dense_tflops) as peak_tflops
@@ -49,11 +49,11 @@ final as (
         *,
         marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus) as hours_to_finish,
         marts.expected_total_usd(token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
-            interruption_rate_per_hour, marts.lost_hours_per_interruption(30, 10), tdp_w, 0.9, 1.2, 0.0)
-            as expected_total_usd,
+            interruption_rate_per_hour, marts.lost_hours_per_interruption(30, 10), tdp_w, 0.9, 1.2, 0.0,
+            term_hours, 0.0, 0, 0.0, 0.0) as expected_total_usd,
         marts.usd_per_mtoken(marts.expected_total_usd(token_budget, tokens_per_sec_per_gpu, gpus, instances,
             usd_per_hour, interruption_rate_per_hour, marts.lost_hours_per_interruption(30, 10), tdp_w, 0.9, 1.2,
-            0.0), token_budget) as usd_per_mtoken
+            0.0, term_hours, 0.0, 0, 0.0, 0.0), token_budget) as usd_per_mtoken
     from costed
 )
 

@@ -1,5 +1,5 @@
 -- The GPU cost model: the ONE place its formulas are written down (memory fit, hours, preemption,
--- energy, dollars per token). sql/marts/*.sql call these macros; every argument is a column of
+-- energy, commitments, checkpoint storage, dollars per token). sql/marts/*.sql call these macros; every argument is a column of
 -- marts.gpu_cost_ranking_history, so a ranking row can be recomputed by hand from its own columns.
 --
 -- Memory (bytes per GPU, ZeRO-3 / FSDP full sharding over all GPUs of the cluster):
@@ -49,12 +49,33 @@ create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, g
 --   lost_hours_per_interruption = checkpoint_interval_minutes / 2 / 60 + restart_minutes / 60
 --                            (on average half a checkpoint interval of work is redone, plus the restart)
 --   expected_hours        = hours_to_finish + expected_interruptions x lost_hours_per_interruption
---   compute_usd           = instances x usd_per_hour (instance) x hours  (expected_hours for the expected cost)
+--   instance_usd          = instances x usd_per_hour (instance) x hours       (on-demand, spot, owned)
+--                         = marts.commitment_run_usd(...)                      (commitments, below)
+--   compute_usd           = instance_usd at hours_to_finish; expected_compute_usd at expected_hours
 --   energy_kwh            = GPUs x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000
 --                            (utilisation_of_tdp: measured power fraction of the GPU, else the default; below)
 --   energy_usd            = energy_kwh x electricity_usd_per_kwh for owned GPUs; 0 in the cloud (in the price)
---   expected_total_usd    = instances x usd_per_hour x expected_hours + energy_usd
+--   expected_total_usd    = instance_usd at expected_hours + energy_usd + checkpoint_storage_usd
 --   usd_per_mtoken        = expected_total_usd / (token_budget / 1e6)
+--
+-- Commitments (pricing reserved_1y | reserved_3y | reserved_5y; prices per instance):
+--   term_hours            = term_years x 8760 (365-day years: AWS and Azure divide a term's price by 8760 h a year)
+--   usd_per_hour          = upfront_usd / term_hours + recurring_usd_per_hour   (effective over the whole term)
+--   billed_term_hours     = ceil(hours / term_hours) x term_hours   (paid whether used or not; a longer run renews)
+--   commitment_run_usd    = instances x usd_per_hour x (billed_term_hours - resale_fraction x (billed_term_hours - hours))
+--                           resale_fraction (config/ranking.toml [commitments], default 0): the share of the
+--                           unused term recovered (resold, or reused by other work)
+--   break_even_hours      = hours of use per instance at which the commitment costs what on-demand costs:
+--                           on_demand x h = c x (T - r x (T - h))  ->  h = c x T x (1 - r) / (on_demand - r x c)
+--                           (c = usd_per_hour, T = term_hours, r = resale_fraction); null when on_demand <= r x c.
+--                           Beyond term_hours the commitment never pays within its term.
+--
+-- Checkpoint storage (workloads.toml checkpoints_kept; price per GB-month, config/ranking.toml [checkpoints]):
+--   checkpoint_bytes      = params x (weight + master weight + optimizer bytes): the saved training state of
+--                           the memory model above (gradients are not saved); lora/qlora save the adapters'
+--                           state only (params x adapter_params_fraction x the same bytes), not the frozen base
+--   checkpoint_storage_usd = checkpoints_kept x checkpoint_bytes / 1e9 x usd_per_gb_month x hours / 730
+--                           (730 h = a billed month, 8760 / 12; every kept checkpoint is held the whole run)
 create or replace macro marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus) as
     token_budget / (tokens_per_sec_per_gpu * gpus * 3600.0);
 
@@ -78,17 +99,54 @@ create or replace macro marts.utilisation_of_tdp(measured_fraction, default_frac
 create or replace macro marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue) as
     gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;
 
+create or replace macro marts.term_hours(term_years) as
+    term_years * 8760.0;
+
+create or replace macro marts.commitment_usd_per_hour(upfront_usd, recurring_usd_per_hour, term_hours) as
+    coalesce(upfront_usd, 0.0) / term_hours + coalesce(recurring_usd_per_hour, 0.0);
+
+create or replace macro marts.billed_term_hours(hours, term_hours) as
+    ceil(hours / term_hours) * term_hours;
+
+create or replace macro marts.commitment_run_usd(instances, usd_per_hour, hours, term_hours, resale_fraction) as
+    instances * usd_per_hour * (marts.billed_term_hours(hours, term_hours)
+        - resale_fraction * (marts.billed_term_hours(hours, term_hours) - hours));
+
+create or replace macro marts.break_even_hours(usd_per_hour, term_hours, resale_fraction, on_demand_usd_per_hour) as
+    case when on_demand_usd_per_hour > resale_fraction * usd_per_hour
+         then usd_per_hour * term_hours * (1.0 - resale_fraction) / (on_demand_usd_per_hour - resale_fraction * usd_per_hour)
+    end;
+
+-- What the instances cost for `hours` of use: pro rata, or the whole (renewed) term for a commitment.
+create or replace macro marts.instance_usd(instances, usd_per_hour, hours, term_hours, resale_fraction) as
+    case when term_hours is null then instances * usd_per_hour * hours
+         else marts.commitment_run_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
+    end;
+
+create or replace macro marts.checkpoint_bytes(
+    workload_type, params_b, weight_bytes, master_weight_bytes, optimizer_bytes, adapter_params_fraction
+) as
+    params_b * 1e9 * (weight_bytes + master_weight_bytes + optimizer_bytes)
+        * case when workload_type in ('lora', 'qlora') then adapter_params_fraction else 1.0 end;
+
+create or replace macro marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, usd_per_gb_month, hours) as
+    checkpoints_kept * checkpoint_gb * usd_per_gb_month * hours / 730.0;
+
 create or replace macro marts.expected_total_usd(
     token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour, interruption_rate_per_hour,
-    lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh
+    lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
+    term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
 ) as
-    instances * usd_per_hour * marts.expected_hours(
+    marts.instance_usd(instances, usd_per_hour, marts.expected_hours(
         marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-        interruption_rate_per_hour, lost_hours_per_interruption)
+        interruption_rate_per_hour, lost_hours_per_interruption), term_hours, resale_fraction)
     -- cloud offers bill no energy (0 USD/kWh): a GPU without tdp_w must not turn their cost null
     + case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, marts.expected_hours(
         marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-        interruption_rate_per_hour, lost_hours_per_interruption), pue) end;
+        interruption_rate_per_hour, lost_hours_per_interruption), pue) end
+    + marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, marts.expected_hours(
+        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
+        interruption_rate_per_hour, lost_hours_per_interruption));
 
 create or replace macro marts.usd_per_mtoken(usd, token_budget) as
     usd / (token_budget / 1e6);

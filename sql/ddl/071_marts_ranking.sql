@@ -32,6 +32,7 @@ create table if not exists marts.gpu_cost_ranking_history (
     predicted_tokens_per_sec_per_gpu double,           -- tokens/s per GPU
     predicted_low                  double,             -- tokens/s per GPU, 80% interval low
     predicted_high                 double,             -- tokens/s per GPU, 80% interval high
+    extrapolation                  varchar,            -- what the prediction extrapolates ('' = none)
     hours_to_finish                double,             -- h without preemption
     compute_usd                    double,             -- USD without preemption
     interruption_rate_per_hour     double,             -- preemptions per instance-hour
@@ -64,3 +65,24 @@ create table if not exists marts.gpu_cost_ranking_history (
 
 -- Warehouses created before utilisation_of_tdp_source existed get the column (null for their earlier nights).
 alter table marts.gpu_cost_ranking_history add column if not exists utilisation_of_tdp_source varchar;
+
+-- Commitments and checkpoint storage (formulas: sql/ddl/070_marts_cost_model.sql). `add column if not
+-- exists` also upgrades warehouses created before these columns existed.
+alter table marts.gpu_cost_ranking_history add column if not exists purchase_option varchar;          -- commitments: no_upfront | partial_upfront | all_upfront | term_total
+alter table marts.gpu_cost_ranking_history add column if not exists offering_class varchar;           -- AWS commitments: standard | convertible
+alter table marts.gpu_cost_ranking_history add column if not exists term_hours double;               -- h per commitment term
+alter table marts.gpu_cost_ranking_history add column if not exists upfront_usd double;              -- USD per instance, once per term
+alter table marts.gpu_cost_ranking_history add column if not exists recurring_usd_per_hour double;   -- USD per instance-hour of the term
+alter table marts.gpu_cost_ranking_history add column if not exists resale_fraction double;          -- share of the unused term recovered
+alter table marts.gpu_cost_ranking_history add column if not exists billed_term_hours double;        -- h per instance paid for
+alter table marts.gpu_cost_ranking_history add column if not exists on_demand_usd_per_hour double;   -- USD per instance-hour, same instance on demand
+alter table marts.gpu_cost_ranking_history add column if not exists break_even_hours double;         -- h of use per instance
+alter table marts.gpu_cost_ranking_history add column if not exists commitment_note varchar;
+alter table marts.gpu_cost_ranking_history add column if not exists checkpoints_kept bigint;
+alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_gb double;            -- GB per checkpoint
+alter table marts.gpu_cost_ranking_history add column if not exists storage_usd_per_gb_month double; -- USD per GB-month
+alter table marts.gpu_cost_ranking_history add column if not exists storage_price_source varchar;
+alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_storage_usd double;   -- USD
+
+-- Rankings written before the model said what it extrapolates.
+alter table marts.gpu_cost_ranking_history add column if not exists extrapolation varchar;

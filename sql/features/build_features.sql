@@ -3,6 +3,8 @@
 -- columns) plus `_feature_row` (input order). Throughput is optional (prediction inputs): without it
 -- the target, achieved TFLOP/s and MFU are null. FLOPs per token: see sql/ddl/041_flops_macros.sql.
 -- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model).
+-- $matmul_ceilings: data/reference/gpu_matmul_ceilings.csv (gpu -> measured maximum achievable matmul
+-- TFLOP/s and the theoretical peak it was measured against, bf16 and fp8).
 with runs as (
     select * from feature_input
 ),
@@ -14,6 +16,14 @@ specs as (
 shapes as (
     select model_name, n_layers::bigint as n_layers, d_model::bigint as d_model
     from read_csv($model_shapes, header = true, all_varchar = true)
+),
+
+ceilings as (
+    select
+        gpu,
+        bf16_mamf_tflops::double / bf16_theory_tflops::double as matmul_ceiling_16bit,
+        fp8_mamf_tflops::double / fp8_theory_tflops::double   as matmul_ceiling_lowp
+    from read_csv($matmul_ceilings, header = true, all_varchar = true)
 ),
 
 joined as (
@@ -33,9 +43,12 @@ joined as (
         specs.memory_gb as gpu_memory_gb,
         specs.mem_bandwidth_tbps,
         specs.tdp_w,
-        specs.intra_node_bw_gbps_unidir
+        specs.intra_node_bw_gbps_unidir,
+        ceilings.matmul_ceiling_16bit,
+        ceilings.matmul_ceiling_lowp
     from runs
     left join specs on runs.gpu = specs.gpu
+    left join ceilings on runs.gpu = ceilings.gpu
     left join shapes on runs.model_name = shapes.model_name
 ),
 
@@ -82,6 +95,8 @@ final as (
         nullif(split_part(source, ':', 1), '')              as source_group, -- repository, e.g. mosaicml/llm-foundry
         peak_tflops,                                                        -- dense TFLOP/s per GPU, run's precision
         peak_16bit_tflops,                                                  -- dense bf16 (else fp16) TFLOP/s per GPU
+        matmul_ceiling_16bit,                       -- measured max achievable bf16 matmul / peak (fraction)
+        matmul_ceiling_lowp,                        -- the same for fp8 (fraction; null where not measured)
         gpu_memory_gb,                                                      -- GB per GPU
         mem_bandwidth_tbps,                                                 -- TB/s per GPU
         tdp_w,                                                              -- W per GPU

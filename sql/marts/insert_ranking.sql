@@ -1,7 +1,8 @@
 -- One night's GPU cost ranking: every workload x current offer, ranked or with the reason it is not.
 -- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
 -- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
--- (provider -> preemptions per instance-hour). Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
+-- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
+-- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
 insert into marts.gpu_cost_ranking_history by name
 with candidates as (
     select *, coalesce(zone, '') as zone_key, row_number() over () as candidate_id from ranking_candidates
@@ -25,6 +26,7 @@ rungs as (
         predictions.predicted_tokens_per_sec_per_gpu,
         predictions.predicted_low,
         predictions.predicted_high,
+        predictions.extrapolation,
         predictions.model_version,
         coalesce(predictions.predicted_tokens_per_sec_per_gpu, 0) > 0 as has_prediction,
         marts.hours_to_finish(workloads.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
@@ -106,6 +108,7 @@ joined as (
         chosen.predicted_tokens_per_sec_per_gpu,
         chosen.predicted_low,
         chosen.predicted_high,
+        chosen.extrapolation,
         chosen.hours_to_finish,
         coalesce(chosen.model_version, $model_version) as model_version,
         case when candidates.pricing = 'spot'
@@ -152,30 +155,42 @@ energy_terms as (
 costed as (
     select
         *,
-        instances * usd_per_hour * hours_to_finish as compute_usd,
+        $resale_fraction::double as resale_fraction,
+        marts.instance_usd(instances, usd_per_hour, hours_to_finish, term_hours, $resale_fraction::double)
+            as compute_usd,
         instances * interruption_rate_per_hour * hours_to_finish as expected_interruptions,
         marts.expected_hours(hours_to_finish, instances, interruption_rate_per_hour, lost_hours_per_interruption)
             as expected_hours,
         marts.expected_total_usd(token_budget, predicted_tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
-            billed_usd_per_kwh) as expected_total_usd,
+            billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
+            storage_usd_per_gb_month) as expected_total_usd,
         marts.expected_total_usd(token_budget, predicted_high, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
-            billed_usd_per_kwh) as total_usd_at_high,
+            billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
+            storage_usd_per_gb_month) as total_usd_at_high,
         marts.expected_total_usd(token_budget, predicted_low, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
-            billed_usd_per_kwh) as total_usd_at_low
+            billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
+            storage_usd_per_gb_month) as total_usd_at_low
     from energy_terms
 ),
 
 reasoned as (
     select
         *,
-        instances * usd_per_hour * expected_hours as expected_compute_usd,
+        marts.instance_usd(instances, usd_per_hour, expected_hours, term_hours, resale_fraction)
+            as expected_compute_usd,
         marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) as energy_kwh,
         case when billed_usd_per_kwh = 0 then 0.0
              else marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) * billed_usd_per_kwh
         end as energy_usd,
+        marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, expected_hours)
+            as checkpoint_storage_usd,
+        case when term_hours is not null then marts.billed_term_hours(expected_hours, term_hours) end
+            as billed_term_hours,
+        marts.break_even_hours(usd_per_hour, term_hours, resale_fraction, on_demand_usd_per_hour)
+            as break_even_hours,
         marts.usd_per_mtoken(expected_total_usd, token_budget) as usd_per_mtoken,
         marts.usd_per_mtoken(total_usd_at_high, token_budget) as usd_per_mtoken_low,
         marts.usd_per_mtoken(total_usd_at_low, token_budget) as usd_per_mtoken_high,
@@ -190,26 +205,49 @@ reasoned as (
     from costed
 ),
 
+-- Whether a commitment pays for this run: its cost against the same instances on demand for the same hours.
+noted as (
+    select
+        *,
+        case
+            when term_hours is null or expected_hours is null then null
+            when on_demand_usd_per_hour is null then
+                'no on-demand price for this instance in this region: break-even unknown'
+            when break_even_hours is null or break_even_hours >= term_hours then format(
+                'never pays: the {:.0f}-hour term at {:.4f} USD/h costs more than on demand ({:.4f} USD/h) '
+                || 'even if every hour is used', term_hours, usd_per_hour, on_demand_usd_per_hour)
+            when expected_compute_usd > instances * on_demand_usd_per_hour * expected_hours then format(
+                'run too short for the commitment to pay: {:.0f} h of use per instance, break-even {:.0f} h; '
+                || 'on demand costs {:.0f} USD less', expected_hours, break_even_hours,
+                expected_compute_usd - instances * on_demand_usd_per_hour * expected_hours)
+            else format(
+                'pays: {:.0f} h of use per instance, break-even {:.0f} h; saves {:.0f} USD against on demand',
+                expected_hours, break_even_hours,
+                instances * on_demand_usd_per_hour * expected_hours - expected_compute_usd)
+        end as commitment_note
+    from reasoned
+),
+
 -- Ranks over the ranked rows only, on a narrow projection (a window sorts every column it carries).
 ranks as (
     select
         candidate_id,
         rank() over (partition by workload order by expected_total_usd, expected_hours) as rank_by_cost,
         rank() over (partition by workload order by expected_hours, expected_total_usd) as rank_by_time
-    from reasoned
+    from noted
     where not_ranked_reason is null
 ),
 
 final as (
     select
-        reasoned.*,
+        noted.*,
         $publish_date::date                         as publish_date,
         $published_at::timestamptz                  as published_at,
         min_gpus_for_memory is not null and min_instances * gpus_per_instance <= max_gpus as fits_in_memory,
         marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb,
         ranks.rank_by_cost,
         ranks.rank_by_time
-    from reasoned
+    from noted
     left join ranks using (candidate_id)
 )
 
@@ -245,6 +283,7 @@ select
     predicted_tokens_per_sec_per_gpu,
     predicted_low,
     predicted_high,
+    extrapolation,
     hours_to_finish,
     compute_usd,
     interruption_rate_per_hour,
@@ -272,7 +311,22 @@ select
     model_version,
     source_file,
     source_line,
-    gpu_spec_source
+    gpu_spec_source,
+    purchase_option,
+    offering_class,
+    term_hours,
+    upfront_usd,
+    recurring_usd_per_hour,
+    resale_fraction,
+    billed_term_hours,
+    on_demand_usd_per_hour,
+    break_even_hours,
+    commitment_note,
+    checkpoints_kept,
+    checkpoint_gb,
+    storage_usd_per_gb_month,
+    storage_price_source,
+    checkpoint_storage_usd
 from final
 -- Written best first: the published gpu_cost_ranking copies a night in this order without sorting it again.
-order by workload, rank_by_cost nulls last, provider, region, instance_type, pricing;
+order by workload, rank_by_cost nulls last, provider, region, instance_type, pricing, purchase_option, offering_class;

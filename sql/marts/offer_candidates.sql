@@ -2,7 +2,10 @@
 -- ranked before throughput is predicted. `ranking_workloads` is registered by tasks/ranking/rank.py
 -- (config/workloads.toml with the byte sizes of config/ranking.toml resolved; one batch of workloads at a
 -- time). $gpu_specs_file: the specs file config/settings.toml [reference] names. $publish_date and
--- $max_price_age_days (config/ranking.toml [prices]) mark stale offers. Formulas: 070 macros.
+-- $max_price_age_days (config/ranking.toml [prices]) mark stale offers. `ranking_storage_prices`
+-- (config/ranking.toml [checkpoints]: provider, the price-list storage type to use, the configured USD per
+-- GB-month) and $default_storage_usd_per_gb_month price checkpoint storage where the price lists do not.
+-- Formulas: 070 macros.
 create or replace temp table ranking_candidates as
 with offers as (
     select * from core.prices_current
@@ -14,6 +17,30 @@ specs as (
 
 workloads as (
     select * from ranking_workloads
+),
+
+-- The same instance on demand, for a commitment's break-even: the region-wide price where there is one,
+-- else the cheapest zone's.
+on_demand as (
+    select
+        provider,
+        region,
+        instance_type,
+        coalesce(min(usd_per_hour) filter (where zone is null), min(usd_per_hour)) as on_demand_usd_per_hour
+    from core.prices_current
+    where pricing = 'on_demand'
+    group by provider, region, instance_type
+),
+
+storage_config as (
+    select provider, storage_type, usd_per_gb_month from ranking_storage_prices
+),
+
+storage_listed as (
+    select listed.provider, listed.region, listed.usd_per_gb_month, listed.source_file
+    from core.storage_prices_current as listed
+    join storage_config
+        on storage_config.provider = listed.provider and storage_config.storage_type = listed.storage_type
 ),
 
 joined as (
@@ -33,6 +60,16 @@ joined as (
         offers.source_line,
         offers.electricity_usd_per_kwh,
         offers.pue                                         as offer_pue,
+        offers.term_hours,
+        offers.upfront_usd,
+        offers.recurring_usd_per_hour,
+        offers.purchase_option,
+        offers.offering_class,
+        on_demand.on_demand_usd_per_hour,
+        coalesce(storage_listed.usd_per_gb_month, storage_config.usd_per_gb_month,
+            $default_storage_usd_per_gb_month::double)    as storage_usd_per_gb_month,
+        case when storage_listed.usd_per_gb_month is not null then 'price list: ' || storage_listed.source_file
+             else 'config/ranking.toml [checkpoints]' end  as storage_price_source,
         specs.gpu is not null                              as has_spec,
         specs.memory_gb                                    as gpu_memory_gb,
         specs.tdp_w,
@@ -44,6 +81,11 @@ joined as (
     from workloads
     cross join offers
     left join specs on offers.gpu = specs.gpu
+    left join on_demand
+        on on_demand.provider = offers.provider and on_demand.region = offers.region
+        and on_demand.instance_type = offers.instance_type
+    left join storage_config on storage_config.provider = offers.provider
+    left join storage_listed on storage_listed.provider = offers.provider and storage_listed.region = offers.region
 ),
 
 memory as (
@@ -54,7 +96,9 @@ memory as (
         coalesce(native_peak_tflops, fallback_peak_tflops)                               as peak_tflops,
         marts.model_state_bytes(workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes,
             optimizer_bytes, adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes) as state_bytes,
-        marts.activation_bytes(seq_len, micro_batch, d_model, n_layers)                  as act_bytes
+        marts.activation_bytes(seq_len, micro_batch, d_model, n_layers)                  as act_bytes,
+        marts.checkpoint_bytes(workload_type, params_b, weight_bytes, master_weight_bytes, optimizer_bytes,
+            adapter_params_fraction) / 1e9                                               as checkpoint_gb
     from joined
 ),
 

@@ -12,7 +12,8 @@ ranked as (
     select
         *,
         row_number() over (
-            partition by provider, region, coalesce(zone, ''), instance_type, pricing
+            partition by provider, region, coalesce(zone, ''), instance_type, pricing,
+            coalesce(purchase_option, ''), coalesce(offering_class, '')
             order by observed_at desc, ingested_at desc, source_line desc
         ) as recency
     from observations
@@ -28,11 +29,13 @@ final as (
         gpu,
         gpu_count,
         pricing,
-        usd_per_hour,                     -- USD per instance-hour
+        purchase_option,                  -- commitments: no_upfront | partial_upfront | all_upfront | term_total
+        offering_class,                   -- AWS commitments: standard | convertible
+        usd_per_hour,                     -- USD per instance-hour (commitments: effective over the term)
         usd_per_gpu_hour,                 -- USD per GPU-hour
         observed_at as price_observed_at  -- UTC; when the price in force that day was seen
     from ranked
     where recency = 1
 )
 
-select * from final order by provider, region, zone, instance_type, pricing
+select * from final order by provider, region, zone, instance_type, pricing, purchase_option, offering_class

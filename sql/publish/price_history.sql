@@ -13,7 +13,8 @@ spread as (
         case when pricing = 'spot' then count(*) over spot_window end                         as spot_window_observations
     from observations
     window spot_window as (
-        partition by provider, region, coalesce(zone, ''), instance_type, pricing
+        partition by provider, region, coalesce(zone, ''), instance_type, pricing,
+            coalesce(purchase_option, ''), coalesce(offering_class, '')
         order by observed_at
         range between to_days($window_days::integer) preceding and current row
     )
@@ -24,4 +25,4 @@ final as (
 )
 
 select * from final
-order by provider, region, zone, instance_type, pricing, observed_at;
+order by provider, region, zone, instance_type, pricing, purchase_option, offering_class, observed_at;

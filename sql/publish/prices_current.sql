@@ -5,4 +5,4 @@ with final as (
 )
 
 select * from final
-order by provider, region, zone, instance_type, pricing;
+order by provider, region, zone, instance_type, pricing, purchase_option, offering_class;

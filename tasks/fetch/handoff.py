@@ -9,7 +9,7 @@ from datetime import datetime
 import duckdb
 
 from tasks.fetch.providers import FetchedFile
-from tasks.files import FileOutcome
+from tasks.ingest.registry import FileOutcome
 
 
 def ingest_fetched(

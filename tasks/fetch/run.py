@@ -22,8 +22,8 @@ from tasks.fetch.http import Download, describe, make_client, remove_partial_fil
 from tasks.fetch.progress import transfer_progress
 from tasks.fetch.providers import FETCHERS, FetchContext, ProviderResult
 from tasks.fetch.prune import prune_downloads
-from tasks.files import FileOutcome
-from tasks.quarantine import quarantine_file
+from tasks.ingest.quarantine import quarantine_file
+from tasks.ingest.registry import FileOutcome
 from tasks.settings import paths
 from tasks.warehouse import execute, query, transaction, warehouse
 

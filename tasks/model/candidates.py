@@ -21,8 +21,40 @@ from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import SVR
 
 from tasks.model.design import FeatureSpec, design_step, preprocessor
+from tasks.model.structured import STRUCTURED_CATEGORICAL, STRUCTURED_NUMERIC, StructuredStepTime
 
 BASELINE_KIND = "constant_mfu"
+STRUCTURED_KIND = "structured_step_time"          # physics-first step time (tasks/model/structured.py)
+RESIDUAL_KIND = "structured_residual_hgb"         # + gradient boosting on its log residual, no GPU identity
+STRUCTURED_KINDS = (STRUCTURED_KIND, RESIDUAL_KIND)
+STRUCTURED_FEATURES = FeatureSpec(numeric=STRUCTURED_NUMERIC, categorical=STRUCTURED_CATEGORICAL)
+
+
+class StructuredPlusResidual(RegressorMixin, BaseEstimator):
+    """The structured model, then a gradient-boosted correction of its log residual learned from columns that
+    do not name the GPU (model size, sequence, scale, recipe, checkpointing...), so it cannot memorise which
+    GPU it saw; `shrink` scales the correction (0 = the structured model alone)."""
+
+    def __init__(self, physics: Mapping[str, Any] | None = None, residual_features: FeatureSpec | None = None,
+                 params: Mapping[str, Any] | None = None, shrink: float = 0.5, seed: int = 0) -> None:
+        self.physics = physics
+        self.residual_features = residual_features
+        self.params = params
+        self.shrink = shrink
+        self.seed = seed
+
+    def fit(self, X: pd.DataFrame, y: np.ndarray) -> StructuredPlusResidual:
+        self.structured_ = StructuredStepTime(self.physics).fit(X, y)
+        residual = np.asarray(y, dtype="float64") - self.structured_.predict(X)
+        features = self.residual_features or FeatureSpec()
+        self.correction_ = Pipeline([
+            ("design", design_step(features)), ("preprocess", preprocessor(features)),
+            ("model", HistGradientBoostingRegressor(random_state=self.seed, **dict(self.params or {}))),
+        ]).fit(X, residual)
+        return self
+
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
+        return self.structured_.predict(X) + self.shrink * self.correction_.predict(X)
 
 
 class ConstantMfuPerPrecision(RegressorMixin, BaseEstimator):
@@ -76,9 +108,19 @@ class CandidateSpec:
 
     @property
     def uses_features(self) -> FeatureSpec:
-        """The baseline sees precision only, whatever the configured features."""
+        """The baseline sees precision only, whatever the configured features; the structured model the
+        columns its step-time parts need (plus, with a residual learner, that learner's columns)."""
         if self.kind == BASELINE_KIND:
             return FeatureSpec(categorical=("precision",))
+        if self.kind == STRUCTURED_KIND:
+            return STRUCTURED_FEATURES
+        if self.kind == RESIDUAL_KIND:
+            residual = FeatureSpec.from_config(self.params.get("residual_features", {}))
+            return FeatureSpec(log_numeric=residual.log_numeric,
+                               numeric=STRUCTURED_NUMERIC + tuple(c for c in residual.numeric
+                                                                  if c not in STRUCTURED_NUMERIC),
+                               categorical=STRUCTURED_CATEGORICAL + tuple(c for c in residual.categorical
+                                                                          if c not in STRUCTURED_CATEGORICAL))
         return self.features
 
 
@@ -86,8 +128,15 @@ def candidate_specs(config: Mapping[str, Any]) -> list[CandidateSpec]:
     """The candidates of config/models.toml, in file order."""
     features = FeatureSpec.from_config(config["features"])
     seed = int(config["seed"])
-    specs = [CandidateSpec(name=c["name"], kind=c["kind"], params=dict(c.get("params", {})),
-                           features=features, seed=seed) for c in config["candidates"]]
+    specs = []
+    for c in config["candidates"]:
+        params = dict(c.get("params", {}))
+        if c["kind"] in STRUCTURED_KINDS:
+            # the physics constants travel in the spec, so a registered version can be rebuilt and re-scored
+            params["physics"] = dict(config.get("structured", {}))
+        if c["kind"] == RESIDUAL_KIND:
+            params["residual_features"] = dict(config.get("residual_features", {}))
+        specs.append(CandidateSpec(name=c["name"], kind=c["kind"], params=params, features=features, seed=seed))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"config/models.toml: candidate names must be unique, got {names}")
@@ -121,6 +170,13 @@ def _estimator(kind: str, params: Mapping[str, Any], seed: int) -> list[tuple[st
 def build_pipeline(spec: CandidateSpec) -> Pipeline:
     """An unfitted pipeline: raw contract-1 feature rows (pandas) -> predicted log MFU."""
     features = spec.uses_features
+    if spec.kind == STRUCTURED_KIND:
+        return Pipeline([("model", StructuredStepTime(spec.params.get("physics")))])
+    if spec.kind == RESIDUAL_KIND:
+        p = dict(spec.params)
+        return Pipeline([("model", StructuredPlusResidual(
+            physics=p.pop("physics", None), residual_features=FeatureSpec.from_config(p.pop("residual_features", {})),
+            shrink=float(p.pop("shrink", 0.5)), params=p, seed=spec.seed))])
     if spec.kind == BASELINE_KIND:
         return Pipeline([("design", design_step(features)), ("model", ConstantMfuPerPrecision())])
     return Pipeline([("design", design_step(features)), ("preprocess", preprocessor(features)),

@@ -21,6 +21,7 @@ from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
 
 from tasks.model.candidates import CandidateSpec, build_pipeline
 from tasks.model.design import PHYSICS_BOUND, TARGET, log_mfu, tokens_per_sec
+from tasks.progress import tick
 
 METRICS = ("mse", "rmse", "mae", "r2", "median_ape")
 
@@ -128,7 +129,8 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
     oof = np.full(data.rows, np.nan)
     fold_of_row = np.full(data.rows, -1)
     fold_metrics = []
-    for fold in folds:
+    for number, fold in enumerate(folds, start=1):
+        tick("%s: leave one %s out, fold %d of %d", spec.name, grouping, number, len(folds))
         model = clone(template).fit(data.frame.iloc[fold.train], data.log_mfu[fold.train])
         predicted = target.clip(model.predict(data.frame.iloc[fold.test]))
         oof[fold.test] = predicted
@@ -143,3 +145,21 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
 def selection_score(results: Mapping[str, GroupedCV], metric: str = "median_ape") -> float:
     """Champion score: mean over groupings of the pooled out-of-fold metric (lower is better)."""
     return float(np.mean([cv.pooled[metric] for cv in results.values()]))
+
+
+def no_worse_than_baseline(candidate: Mapping[str, GroupedCV], baseline: Mapping[str, GroupedCV],
+                           metric: str = "median_ape") -> list[str]:
+    """The groupings on which `candidate` is WORSE than the constant-MFU baseline (empty: eligible)."""
+    return [g for g in baseline if candidate[g].pooled[metric] > baseline[g].pooled[metric]]
+
+
+def select_best(results: Sequence[tuple[str, Mapping[str, GroupedCV], float]], baseline: str,
+                metric: str = "median_ape") -> tuple[str, dict[str, list[str]]]:
+    """The champion rule: among candidates no worse than the baseline on ANY grouping, the lowest score
+    (ties keep the given order); the baseline is always eligible. `results` are (name, cv by grouping,
+    score). Returns (winner, candidate -> groupings where it lost to the baseline)."""
+    by_name = {name: cv for name, cv, _ in results}
+    losses = {name: no_worse_than_baseline(cv, by_name[baseline], metric) for name, cv, _ in results}
+    eligible = [(name, score) for name, _, score in results if not losses[name]]
+    return min(eligible, key=lambda item: item[1])[0], {k: v for k, v in losses.items() if v}
+

@@ -18,7 +18,7 @@ import mlflow
 import polars as pl
 from mlflow.entities.model_registry import ModelVersion
 
-from tasks.model.serving import PREDICTION_COLUMNS, TokenEfficiencyModel
+from tasks.model.serving import EXTRAPOLATION, PREDICTION_COLUMNS, TokenEfficiencyModel
 from tasks.model.tracking import (
     CHAMPION,
     REGISTERED_MODEL,
@@ -27,11 +27,14 @@ from tasks.model.tracking import (
     version_by_alias,
     was_champion,
 )
+from tasks.telemetry.contract import REQUIRED_COLUMNS
 
 log = logging.getLogger("gpucost.predict")
 
-OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, "model_version", "unscored_reason")
+OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", "unscored_reason")
 # Throughput columns of a prediction input are ignored (never passed to the features).
+# What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
+PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
 IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")
 
 
@@ -65,13 +68,17 @@ class Champion:
         if features.height == 0:
             return features.with_columns(
                 *[pl.lit(None, pl.Float64).alias(c) for c in PREDICTION_COLUMNS],
-                pl.lit(self.version).alias("model_version"))
+                pl.lit(None, pl.String).alias(EXTRAPOLATION), pl.lit(self.version).alias("model_version"))
         # through the pyfunc, so the registered signature is enforced exactly as for any MLflow client
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
             predicted = self.pyfunc.predict(self.model.model_input(features))
         columns = [pl.Series(name, predicted[name].to_numpy(dtype="float64"), dtype=pl.Float64, nan_to_null=True)
                    for name in PREDICTION_COLUMNS]
+        # versions trained before extrapolation flags only know seen / unseen GPUs
+        flags = (predicted[EXTRAPOLATION].astype(str).tolist() if EXTRAPOLATION in predicted.columns
+                 else ["" if g in self.seen_gpus else "unseen_gpu" for g in features["gpu"].to_list()])
+        columns.append(pl.Series(EXTRAPOLATION, flags, dtype=pl.String))
         return features.with_columns(*columns, pl.lit(self.version).alias("model_version"))
 
 
@@ -210,7 +217,8 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
     scored = champion.predict(features.with_row_index("_row").filter(scorable))
     predictions = (
         pl.DataFrame({"_row": pl.arange(0, rows.height, eager=True, dtype=pl.UInt32)})
-        .join(scored.select("_row", *PREDICTION_COLUMNS, "model_version"), on="_row", how="left", maintain_order="left")
+        .join(scored.select("_row", *PREDICTION_COLUMNS, EXTRAPOLATION, "model_version"), on="_row", how="left",
+              maintain_order="left")
         .drop("_row")
     )
     out = rows.drop([c for c in OUTPUT_COLUMNS if c in rows.columns])
@@ -218,12 +226,27 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
     return pl.concat([out, predictions, reason], how="horizontal")
 
 
+class PredictInputError(ValueError):
+    """The input file cannot be predicted at all (e.g. a required contract column is missing)."""
+
+
+def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
+    """Every column a prediction needs (the telemetry contract's required columns but run_id and throughput)."""
+    missing = [c for c in PREDICTION_REQUIRED_COLUMNS if c not in rows.columns]
+    if missing:
+        raise PredictInputError(f"{path}: missing required column(s) {', '.join(missing)} "
+                                f"(a prediction needs {', '.join(PREDICTION_REQUIRED_COLUMNS)})")
+
+
 def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_: str | None = None) -> pl.DataFrame:
-    """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with."""
+    """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with,
+    PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
+    rows = read_rows(Path(input_path))
+    check_prediction_columns(rows, Path(input_path))
     champion = load_champion(tracking_uri_)
     if champion is None:
         raise NoChampionError(f"no `{CHAMPION}` version of registered model `{REGISTERED_MODEL}` in "
                               f"{tracking_uri(tracking_uri_)}: run `gpucost train` (or `gpucost run`) first")
-    result = predict_rows(read_rows(Path(input_path)), champion)
+    result = predict_rows(rows, champion)
     write_rows(result, Path(output_path))
     return result

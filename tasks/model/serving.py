@@ -21,6 +21,46 @@ from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
+EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
+
+
+@dataclass(frozen=True)
+class TrainingCoverage:
+    """What the training data covered, to flag (and widen the interval of) rows outside it."""
+
+    precisions: tuple[str, ...] = ()      # precision families with telemetry
+    frameworks: tuple[str, ...] = ()      # framework texts with telemetry (lower-cased)
+    max_num_gpus: float = float("inf")    # the largest cluster seen
+    moe_rows: int = 0                     # MoE runs in the training data
+    min_moe_rows: int = 30                # fewer than this: MoE rows are flagged
+    widen_factor: float = 1.5             # interval offsets x this for cluster-size / MoE extrapolation
+    unseen_precision_low: float = 0.0     # log-space offsets calibrated on leave-one-precision-family-out
+    unseen_precision_high: float = 0.0
+    known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
+    known_high: float | None = None       # framework seen): held-out configurations of seen sources
+
+    def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
+        """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
+        "moe_little_data", comma-separated ("" when none)."""
+        out = []
+        for i, (_, row) in enumerate(frame.iterrows()):
+            flags = []
+            if not seen_gpu[i]:
+                flags.append("unseen_gpu")
+            if self.precisions and row.get("precision") not in self.precisions:
+                flags.append("unseen_precision_family")
+            framework = row.get("framework")
+            if self.frameworks and (not isinstance(framework, str) or framework.lower() not in self.frameworks):
+                flags.append("unseen_framework")
+            gpus = pd.to_numeric(row.get("num_gpus"), errors="coerce")
+            if np.isfinite(gpus) and gpus > self.max_num_gpus:
+                flags.append("beyond_largest_cluster")
+            total, active = (pd.to_numeric(row.get(c), errors="coerce") for c in ("params_b", "active_params_b"))
+            moe = np.isfinite(total) and np.isfinite(active) and active < total * 0.999
+            if moe and self.moe_rows < self.min_moe_rows:
+                flags.append("moe_little_data")
+            out.append(",".join(flags))
+        return out
 
 
 @dataclass
@@ -30,15 +70,17 @@ class TokenEfficiencyModel:
     target: TargetSpec
     intervals: IntervalOffsets
     seen_gpus: tuple[str, ...]         # GPUs with telemetry in the training data
+    coverage: TrainingCoverage | None = None   # None in versions trained before extrapolation flags
 
     @property
     def string_columns(self) -> tuple[str, ...]:
-        return ("gpu", *self.spec.uses_features.categorical)
+        return ("gpu", "precision", "framework", *self.spec.uses_features.categorical)
 
     @property
     def input_columns(self) -> tuple[str, ...]:
-        """What a caller passes: the feature columns the pipeline reads, the GPU id and the physics bound."""
-        columns = ["gpu", PHYSICS_BOUND]
+        """What a caller passes: the feature columns the pipeline reads, the GPU id and the physics bound
+        (and what the extrapolation flags read)."""
+        columns = ["gpu", PHYSICS_BOUND, "precision", "framework", "num_gpus", "params_b", "active_params_b"]
         for name in self.spec.uses_features.input_columns:
             if name not in columns:
                 columns.append(name)
@@ -65,7 +107,7 @@ class TokenEfficiencyModel:
                     required=name in ("gpu", PHYSICS_BOUND))
             for name in self.input_columns
         ])
-        outputs = Schema([ColSpec("double", name) for name in PREDICTION_COLUMNS])
+        outputs = Schema([*(ColSpec("double", name) for name in PREDICTION_COLUMNS), ColSpec("string", EXTRAPOLATION)])
         return ModelSignature(inputs=inputs, outputs=outputs)
 
     def predict(self, features: pd.DataFrame | pl.DataFrame) -> pd.DataFrame:
@@ -76,12 +118,29 @@ class TokenEfficiencyModel:
         seen = frame["gpu"].isin(self.seen_gpus).to_numpy()
         low = np.where(seen, self.intervals.seen_low, self.intervals.unseen_low)
         high = np.where(seen, self.intervals.seen_high, self.intervals.unseen_high)
+        coverage = getattr(self, "coverage", None)
+        flags = coverage.flags(frame, seen) if coverage is not None else [
+            "" if s else "unseen_gpu" for s in seen]
+        if coverage is not None:
+            # Mondrian: each extrapolation takes the widest calibrated offsets that apply to it; a row inside
+            # the training data (seen GPU, family and framework) the in-distribution ones
+            if coverage.known_low is not None and coverage.known_high is not None:
+                seen_framework = np.array(["unseen_framework" not in f for f in flags])
+                low = np.where(seen & seen_framework, coverage.known_low, low)
+                high = np.where(seen & seen_framework, coverage.known_high, high)
+            family = np.array(["unseen_precision_family" in f for f in flags])
+            low = np.where(family, np.minimum(low, coverage.unseen_precision_low), low)
+            high = np.where(family, np.maximum(high, coverage.unseen_precision_high), high)
+            wide = np.array([("beyond_largest_cluster" in f) or ("moe_little_data" in f) for f in flags])
+            low = np.where(wide, low * coverage.widen_factor, low)
+            high = np.where(wide, high * coverage.widen_factor, high)
         valid = np.isfinite(bound) & (bound > 0)
         bound = np.where(valid, bound, np.nan)
         return pd.DataFrame({
             "predicted_tokens_per_sec_per_gpu": np.exp(predicted) * bound,
             "predicted_low": np.exp(self.target.clip(predicted + low)) * bound,
             "predicted_high": np.exp(self.target.clip(predicted + high)) * bound,
+            EXTRAPOLATION: flags,
         }, index=frame.index)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import time
 import warnings
 from collections.abc import Mapping
@@ -27,6 +29,7 @@ from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
+from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
@@ -38,10 +41,11 @@ from tasks.model.evaluation import (
     cross_validate,
     grouped_folds,
     prepare_training_data,
+    select_best,
     selection_score,
 )
-from tasks.model.intervals import IntervalOffsets, cross_fold_coverage
-from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc
+from tasks.model.intervals import IntervalOffsets, conformal_bounds, cross_fold_coverage, unseen_bounds
+from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc, TrainingCoverage
 from tasks.model.tracking import (
     CHALLENGER,
     CHAMPION,
@@ -66,6 +70,11 @@ MIN_TRAINING_ROWS = 10
 PROCESS_STARTED_MS = int(time.time() * 1000)
 INTERRUPTED_RUN_NOTE = "interrupted: the training process ended before this run finished (found by a later training)"
 INTERRUPTED_VERSION_NOTE = "registered by an interrupted training; never promoted"
+# Every training run says which process runs it, so that a training sharing a tracking server with others can
+# tell a killed training's RUNNING run from one that another team member's process is still working on.
+TAG_HOST, TAG_PID = "gpucost.host", "gpucost.pid"
+# A RUNNING run of another machine is only taken for interrupted after this long (no training takes hours here).
+OTHER_HOST_STALE_AFTER_MS = 24 * 3600 * 1000
 
 
 class NotEnoughTelemetryError(RuntimeError):
@@ -109,6 +118,9 @@ class TrainingOutcome:
     run_id: str
     wall_seconds: float
 
+    def summary_line(self) -> str:
+        return f"train: version {self.version} -> {self.alias} ({self.best}): {self.reason}"
+
     def markdown(self) -> str:
         groupings = list(next(iter(self.median_ape.values())).keys())
         lines = [f"## Training: version {self.version} -> `{self.alias}`", "", self.reason, "",
@@ -132,6 +144,14 @@ def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             "features.training_runs does not exist yet: run `gpucost ingest telemetry` first") from error
 
 
+def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:
+    """Permutation-importance score: minus the mean absolute log-MFU error over rows with a prediction (a
+    shuffled column can pair a GPU with a precision it has no peak for, e.g. an A100 with fp8: no prediction)."""
+    predicted = np.asarray(estimator.predict(X), dtype="float64")
+    defined = np.isfinite(predicted)
+    return -float(np.mean(np.abs(predicted[defined] - np.asarray(y)[defined]))) if defined.any() else float("-inf")
+
+
 def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[str, list[Fold]],
                        target: TargetSpec, config: Mapping[str, Any], with_importance: bool = True
                        ) -> CandidateEvaluation:
@@ -141,15 +161,16 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
           for grouping, grouping_folds in folds.items()}
     level = float(config["intervals"]["level"])
     unseen = config["intervals"]["unseen_gpu_grouping"]
-    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level, unseen=g == unseen)
-                for g, result in cv.items()}
+    unseen_groupings = (unseen, config["intervals"].get("unseen_precision_grouping"))
+    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level,
+                                       unseen=g in unseen_groupings) for g, result in cv.items()}
     evaluation = CandidateEvaluation(spec=spec, cv=cv, score=selection_score(cv, config["selection"]["metric"]),
                                      coverage=coverage)
     if with_importance:
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
         columns = list(spec.uses_features.input_columns)
         result = permutation_importance(
-            evaluation.fitted, data.frame[columns], data.log_mfu, scoring="neg_mean_absolute_error",
+            evaluation.fitted, data.frame[columns], data.log_mfu, scoring=_neg_mae_where_defined,
             n_repeats=int(config["importance"]["n_repeats"]), random_state=spec.seed,
         )
         # mean increase of the log-MFU absolute error when the column is shuffled (0 = unused)
@@ -276,7 +297,28 @@ def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
                                           float(icfg["level"]))
     pipeline = best.fitted if best.fitted is not None else build_pipeline(best.spec).fit(data.frame, data.log_mfu)
     seen = tuple(sorted(data.frame["gpu"].dropna().astype(str).unique()))
-    return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen)
+    frame = data.frame
+    # in-distribution offsets: new configurations (a model size of a source) of sources the model has seen
+    configuration = (frame["source_group"].fillna("unknown").astype(str) + "|"
+                     + frame["params_b"].round(1).astype(str)).to_numpy()
+    known = cross_validate(best.spec, data, "configuration",
+                           grouped_folds(configuration, int(icfg.get("known_folds", 5))), target)
+    known_low, known_high = conformal_bounds(known.residuals(data), float(icfg["level"]))
+    family_grouping = icfg.get("unseen_precision_grouping")
+    family_low, family_high = (unseen_bounds(best.cv[family_grouping].residuals(data), float(icfg["level"]))
+                               if family_grouping in best.cv else (intervals.unseen_low, intervals.unseen_high))
+    coverage = TrainingCoverage(
+        precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
+        frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
+        max_num_gpus=float(frame["num_gpus"].max()),
+        moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
+        min_moe_rows=int(icfg.get("min_moe_rows", 30)), widen_factor=float(icfg.get("widen_factor", 1.5)),
+        unseen_precision_low=min(family_low, intervals.seen_low),
+        unseen_precision_high=max(family_high, intervals.seen_high),
+        known_low=max(known_low, intervals.seen_low), known_high=min(known_high, intervals.seen_high),
+    )
+    return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen,
+                                coverage=coverage)
 
 
 def pip_requirements() -> list[str]:
@@ -285,9 +327,8 @@ def pip_requirements() -> list[str]:
             f"numpy=={np.__version__}", f"polars=={pl.__version__}", f"cloudpickle=={cloudpickle.__version__}"]
 
 
-def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEvaluation, data: TrainingData,
-             decision: PromotionDecision) -> str:
-    """Log the pyfunc model in the active run, register it, tag and alias the new version."""
+def log_version(model: TokenEfficiencyModel) -> str:
+    """Log the pyfunc model in the active run and register it (the slow part: files go to the artifact store)."""
     with warnings.catch_warnings():
         # the explicit signature replaces an input example (which MLflow would run through the model)
         warnings.simplefilter("ignore", UserWarning)
@@ -295,8 +336,14 @@ def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEva
             name="model", python_model=TokenEfficiencyPyfunc(model), signature=model.signature(),
             pip_requirements=pip_requirements(), registered_model_name=REGISTERED_MODEL,
         )
-    version = str(info.registered_model_version)
+    return str(info.registered_model_version)
+
+
+def alias_and_tag(tracking: Tracking, version: str, model: TokenEfficiencyModel, best: CandidateEvaluation,
+                  data: TrainingData, decision: PromotionDecision) -> None:
+    """Alias the new version (first: the moment it was decided against the current champion) and tag it."""
     client = tracking.client
+    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
     tags = {TAG_SPEC: best.spec.to_json(), TAG_DIGEST: data.digest, "training_rows": str(data.rows),
             "candidate": best.spec.name, "score": f"{best.score:.6f}",
             "intervals": json.dumps(model.intervals.to_dict()), "seen_gpus": ",".join(model.seen_gpus),
@@ -306,8 +353,45 @@ def register(tracking: Tracking, model: TokenEfficiencyModel, best: CandidateEva
     for key, value in tags.items():
         client.set_model_version_tag(REGISTERED_MODEL, version, key, value)
     client.update_model_version(REGISTERED_MODEL, version, description=f"{best.spec.name}: {decision.reason}")
-    client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
-    return version
+
+
+def settle_concurrent_promotion(tracking: Tracking, version: str, decision: PromotionDecision) -> PromotionDecision:
+    """After promoting `version`: if `champion` already points elsewhere, a training sharing the registry set it
+    after us (last writer wins), so this version is a challenger: say so in its tags and aliases."""
+    if not decision.promote:
+        return decision
+    holder = version_by_alias(tracking.client, CHAMPION)
+    if holder is None or str(holder.version) == version:
+        return decision
+    reason = f"{decision.reason}; then superseded by v{holder.version}, promoted by a concurrent training"
+    client = tracking.client
+    client.set_model_version_tag(REGISTERED_MODEL, version, TAG_DECISION, CHALLENGER)
+    client.set_model_version_tag(REGISTERED_MODEL, version, TAG_REASON, reason)
+    client.set_registered_model_alias(REGISTERED_MODEL, CHALLENGER, version)
+    return PromotionDecision(False, reason, str(holder.version), decision.champion_score)
+
+
+def process_tags() -> dict[str, str]:
+    return {TAG_HOST: socket.gethostname(), TAG_PID: str(os.getpid())}
+
+
+def training_alive(tags: Mapping[str, str], start_time_ms: int | None, now_ms: int | None = None) -> bool:
+    """Is the process that opened a RUNNING run (tags from `process_tags`) still there? On this machine: its pid
+    is alive. On another machine (a shared tracking server): yes until OTHER_HOST_STALE_AFTER_MS. Runs from
+    before these tags existed: no (the older rule: RUNNING and older than this process means interrupted)."""
+    host, pid = tags.get(TAG_HOST), tags.get(TAG_PID)
+    if host is None or pid is None or not pid.isdigit():
+        return False
+    if host != socket.gethostname():
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        return start_time_ms is None or now_ms - start_time_ms < OTHER_HOST_STALE_AFTER_MS
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by another user
+    return True
 
 
 def recover_interrupted_training(tracking: Tracking, started_before_ms: int | None = None) -> list[str]:
@@ -318,11 +402,15 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
     cutoff = PROCESS_STARTED_MS if started_before_ms is None else started_before_ms
     client = tracking.client
     notes: list[str] = []
+    live: set[str] = set()  # runs a training process is still working on (here or on another machine)
     if tracking.experiment_id:
         stale = client.search_runs([tracking.experiment_id], filter_string="attributes.status = 'RUNNING'",
                                    max_results=1000)
         for run in stale:
             if run.info.start_time is not None and run.info.start_time >= cutoff:
+                continue
+            if training_alive(run.data.tags, run.info.start_time):
+                live.add(run.info.run_id)
                 continue
             client.set_tag(run.info.run_id, "failure_reason", INTERRUPTED_RUN_NOTE)
             client.set_terminated(run.info.run_id, status="FAILED")
@@ -337,6 +425,8 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
             continue  # finished trainings tag every version they register with their decision
         if version.creation_timestamp is not None and version.creation_timestamp >= cutoff:
             continue
+        if version.run_id in live:
+            continue  # registered a moment ago by a training that is about to tag it
         client.set_model_version_tag(REGISTERED_MODEL, version.version, TAG_STATUS_NOTE, INTERRUPTED_VERSION_NOTE)
         notes.append(f"version {version.version} was registered by an interrupted training: tagged `{TAG_STATUS_NOTE}`")
     for note in notes:
@@ -373,7 +463,7 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
                         folds: Mapping[str, list[Fold]], specs: list[CandidateSpec], tracking: Tracking,
                         plot_dpi: int, started: float) -> TrainingOutcome:
     run_name = f"train-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name) as parent:
+    with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name, tags=process_tags()) as parent:
         mlflow.log_params({"candidates": ",".join(s.name for s in specs), "training_rows": data.rows,
                            "dropped_rows": data.dropped_rows, "cv_groupings": ",".join(folds),
                            "interval_level": config["intervals"]["level"], "seed": config["seed"],
@@ -382,22 +472,47 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         mlflow.log_input(dataset, context="training")
         mlflow.set_tag(TAG_DIGEST, data.digest)
         evaluations = []
-        for spec in specs:
+        for number, spec in enumerate(specs, start=1):
+            progress.step("train: candidate %d of %d: %s (%d rows)", number, len(specs), spec.name, data.rows)
             evaluation = evaluate_candidate(spec, data, folds, target, config)
-            with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True):
+            with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=spec.name, nested=True,
+                                  tags=process_tags()):
                 log_candidate_run(evaluation, data, dataset, plot_dpi)
             evaluations.append(evaluation)
             log.info("%s: score %.4f (%s)", spec.name, evaluation.score,
                      ", ".join(f"{g} median APE {evaluation.median_ape(g):.1%}" for g in folds))
-        best = min(evaluations, key=lambda e: e.score)  # ties keep config order
+        baseline_name = next(e.spec.name for e in evaluations if e.spec.kind == BASELINE_KIND)
+        winner, losses = select_best([(e.spec.name, e.cv, e.score) for e in evaluations], baseline_name,
+                                     config["selection"]["metric"])
+        for name, groupings in losses.items():
+            log.info("%s is not eligible: worse than the constant-MFU baseline on %s", name, ", ".join(groupings))
+        best = next(e for e in evaluations if e.spec.name == winner)
         champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
         decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
         model = fit_model(best, data, target, config)
-        version = register(tracking, model, best, data, decision)
+        version = log_version(model)
+        # another training sharing the registry may have promoted a version meanwhile: decide against that one,
+        # right before aliasing (what is left of the race is settled just after)
+        for _ in range(3):
+            current = version_by_alias(tracking.client, CHAMPION)
+            if (current.version if current else None) == (champion.version if champion else None):
+                break
+            champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
+            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+        alias_and_tag(tracking, version, model, best, data, decision)
+        decision = settle_concurrent_promotion(tracking, version, decision)
         alias = CHAMPION if decision.promote else CHALLENGER
         baseline = next(e for e in evaluations if e.spec.kind == BASELINE_KIND)
         mlflow.set_tags({"best_candidate": best.spec.name, "registered_version": version, TAG_DECISION: alias,
-                         TAG_REASON: decision.reason})
+                         TAG_REASON: decision.reason,
+                         "not_eligible": "; ".join(f"{n}: worse than baseline on {', '.join(g)}"
+                                                   for n, g in losses.items()) or "none"})
+        structured = getattr(best.fitted[-1], "structured_", best.fitted[-1]) if best.fitted is not None else None
+        if hasattr(structured, "learned"):
+            mlflow.log_metrics({"learned/" + k.replace("[", ".").replace("]", ""): v
+                                for k, (v, _unit) in structured.learned().items()})
+            mlflow.log_dict({k: {"value": v, "unit": u} for k, (v, u) in structured.learned().items()},
+                            "learned_parameters.json")
         mlflow.log_metrics({"best_score": best.score, "baseline_score": baseline.score,
                             **{f"interval_coverage/{g}": c for g, c in best.coverage.items()},
                             **{f"interval/{k}": v for k, v in model.intervals.to_dict().items()}})

@@ -11,12 +11,15 @@ import duckdb
 import polars as pl
 
 from tasks.publishing.database import PublishedFile
+from tasks.ranking.offers import trust_column
 from tasks.ranking.rank import RankingResult
 from tasks.warehouse import query
 
 
 def top_offers(con: duckdb.DuckDBPyConnection, publish_date: date, top: int) -> pl.DataFrame:
-    return query(con, "marts/top_offers", {"publish_date": publish_date, "top": top}).pl()
+    """The best `top` offers per workload, with the trust mark next to each (tasks/ranking/offers.py)."""
+    frame = query(con, "marts/top_offers", {"publish_date": publish_date, "top": top}).pl()
+    return frame.with_columns(trust_column()).drop("telemetry_runs_for_gpu")
 
 
 def pareto_front(points: pl.DataFrame, x: str = "expected_hours", y: str = "usd_per_mtoken") -> pl.Series:

@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-MODEL_NAME = "token-efficiency"
-
 MODEL_VERSION_SCHEMA: dict[str, pl.DataType] = {
     "model_name": pl.String(),
     "version": pl.String(),
@@ -41,14 +39,25 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
+    from tasks.model.tracking import REGISTERED_MODEL as MODEL_NAME  # the one place the name is defined
+
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     try:
         versions = client.search_model_versions(f"name = '{MODEL_NAME}'")
     except MlflowException as error:
         return empty_model_versions(), f"cannot read the MLflow registry at {tracking_uri}: {error}"
+    # a tracking server's version search returns no aliases (the SQLite store's does): read them from the model
+    aliases_of: dict[str, list[str]] = {}
+    if versions:
+        try:
+            registered = client.get_registered_model(MODEL_NAME)
+            for alias, number in (registered.aliases or {}).items():
+                aliases_of.setdefault(str(number), []).append(alias)
+        except MlflowException:
+            pass
     rows = []
     for version in versions:
-        aliases = sorted(getattr(version, "aliases", []) or [])
+        aliases = sorted(set(getattr(version, "aliases", []) or []) | set(aliases_of.get(str(version.version), [])))
         metrics: dict[str, float] = {}
         params: dict[str, str] = {}
         if version.run_id:

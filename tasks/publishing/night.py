@@ -16,6 +16,7 @@ import polars as pl
 from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
+from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_root
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import load_reference_tables
 from tasks.settings import load_config, paths
@@ -30,6 +31,7 @@ class PublishOutcome:
     chart: Path | None
     markdown: str
     notes: list[str] = field(default_factory=list)
+    parquet: ParquetSnapshot | None = None
 
 
 def chart_path(published: Path) -> Path:
@@ -75,8 +77,17 @@ def publish_night(
         published = build_published(con, target, versions, int(config["spot"]["history_window_days"]))
         top = top_offers(con, publish_date, int(config["publish"]["top_offers_per_workload"]))
         points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
+    parquet = None
+    try:
+        parquet = export_parquet(published.path, parquet_root(config["publish"]), published_at,
+                                 int(config["publish"]["parquet_snapshots_kept"]))
+    except (OSError, duckdb.Error) as error:
+        # the database users query is already in place: a shared folder that is down costs only the Parquet copy
+        notes.append(f"Parquet copy of the published tables not written: {error}")
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")
     markdown = summary_markdown(ranking, published, top, chart, notes)
-    return PublishOutcome(ranking, published, top, chart, markdown, notes)
+    if parquet is not None:
+        markdown += f"\nParquet snapshot for other readers: {parquet.path} (pointer {parquet.root / 'LATEST'})\n"
+    return PublishOutcome(ranking, published, top, chart, markdown, notes, parquet)

@@ -20,6 +20,7 @@ PREDICTION_SCHEMA: dict[str, pl.DataType] = {
     "predicted_tokens_per_sec_per_gpu": pl.Float64(),
     "predicted_low": pl.Float64(),
     "predicted_high": pl.Float64(),
+    "extrapolation": pl.String(),      # what the prediction extrapolates ("" = nothing)
     "model_version": pl.String(),
 }
 
@@ -64,6 +65,8 @@ def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: T
     predicted = champion.predict(features)
     if "model_version" not in predicted.columns:
         predicted = predicted.with_columns(model_version=pl.lit(champion.version))
+    if "extrapolation" not in predicted.columns:  # a ThroughputModel that does not say
+        predicted = predicted.with_columns(extrapolation=pl.lit(None, pl.String))
     return predicted.select(
         [pl.col(name).cast(dtype) for name, dtype in PREDICTION_SCHEMA.items()]
     )
@@ -79,6 +82,23 @@ def interruption_rates(config: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(
         {"provider": list(rates), "interruption_rate_per_hour": [float(v) for v in rates.values()]},
         schema={"provider": pl.String(), "interruption_rate_per_hour": pl.Float64()},
+    )
+
+
+def storage_prices(config: dict[str, Any]) -> pl.DataFrame:
+    """config/ranking.toml [checkpoints]: per provider, the price-list storage type that holds checkpoints
+    and the configured USD per GB-month (used where the price lists carry none)."""
+    checkpoints = config.get("checkpoints", {})
+    types = dict(checkpoints.get("price_list_storage_type", {}))
+    prices = {k: float(v) for k, v in checkpoints.get("usd_per_gb_month", {}).items() if k != "default"}
+    providers = sorted(set(types) | set(prices))
+    return pl.DataFrame(
+        {
+            "provider": providers,
+            "storage_type": [types.get(p) for p in providers],
+            "usd_per_gb_month": [prices.get(p) for p in providers],
+        },
+        schema={"provider": pl.String(), "storage_type": pl.String(), "usd_per_gb_month": pl.Float64()},
     )
 
 
@@ -121,11 +141,15 @@ def rank_offers(
         "utilisation_of_tdp": float(energy["utilisation_of_tdp"]),
         "cloud_pue": float(energy["cloud_pue"]),
         "owned_pue": float(energy["owned_pue"]),
+        "resale_fraction": float(config.get("commitments", {}).get("resale_fraction", 0.0)),
     }
     candidate_params = {
         "gpu_specs_file": gpu_specs_file(),
         "publish_date": publish_date,
         "max_price_age_days": int(config["prices"]["max_price_age_days"]),
+        "default_storage_usd_per_gb_month": float(
+            config.get("checkpoints", {}).get("usd_per_gb_month", {}).get("default", 0.0)
+        ),
     }
     offers = query(con, "marts/current_offer_count").fetchall()[0][0]
     if offers == 0:
@@ -133,7 +157,11 @@ def rank_offers(
                             "rank; nothing was published and the previous night stays served (run `gpucost ingest "
                             "prices` first)")
     batches = workload_batches(workloads, offers, int(config["compute"]["rows_per_batch"]))
-    with registered(con, "ranking_interruption_rates", interruption_rates(config)), transaction(con):
+    with (
+        registered(con, "ranking_interruption_rates", interruption_rates(config)),
+        registered(con, "ranking_storage_prices", storage_prices(config)),
+        transaction(con),
+    ):
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
         for batch in batches:
             with registered(con, "ranking_workloads", batch):

@@ -40,6 +40,7 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "qlora_weight_bytes": pl.Float64(),
     "lora_weight_bytes": pl.Float64(),
     "usable_fraction": pl.Float64(),
+    "checkpoints_kept": pl.Int64(),
 }
 
 
@@ -77,6 +78,7 @@ class Workload(BaseModel):
     providers: list[Annotated[str, Field(min_length=1)]] | None = None
     regions: list[Annotated[str, Field(min_length=1)]] | None = None
     spot_allowed: bool = True
+    checkpoints_kept: Annotated[int, Field(ge=0, le=1_000_000)] = 0  # kept in storage during the run (count)
 
     @model_validator(mode="after")
     def _active_within_total(self) -> Workload:
@@ -148,6 +150,7 @@ def _resolve(workload: Workload, ranking: dict[str, Any]) -> dict[str, Any]:
         "qlora_weight_bytes": memory["qlora_weight_bytes"],
         "lora_weight_bytes": memory["lora_weight_bytes"],
         "usable_fraction": memory["usable_fraction"],
+        "checkpoints_kept": workload.checkpoints_kept,
     }
 
 

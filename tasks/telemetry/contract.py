@@ -1,4 +1,4 @@
-"""The telemetry contract (../shared/DESIGN.md, "Training telemetry") as column names and types.
+"""The telemetry contract (README.md, "Data contracts") as column names and types.
 
 `NORMALISED_SCHEMA` is what `normalise_runs` returns and what `core.telemetry_runs` stores (plus the
 provenance columns), so the feature SQL can rely on every column existing with one type.
@@ -12,6 +12,8 @@ import polars as pl
 # required too, as `tokens_per_sec_per_gpu` or as the pair `tokens_processed` + `wall_seconds`.
 REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "seq_len", "precision")
 THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
+# The workload types of the contract (telemetry rows and config/workloads.toml entries alike).
+WORKLOAD_TYPES: tuple[str, ...] = ("pretrain", "sft", "lora", "qlora")
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
 
 # Contract columns as read: name -> kind ("text", "float", "int", "timestamp", or a vocabulary: "precision",
@@ -85,7 +87,8 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     "run_id", "gpu", "num_gpus", "log2_num_gpus", "params_b", "active_params_b", "is_moe", "seq_len",
     "precision", "precision_recipe", "workload", "micro_batch", "global_batch_tokens", "tokens_per_gpu_per_step",
     "activation_checkpointing", "framework", "parallelism", "optimizer", "learning_rate", "source", "source_group",
-    "peak_tflops", "peak_16bit_tflops", "gpu_memory_gb", "mem_bandwidth_tbps", "tdp_w", "intra_node_bw_gbps_unidir",
+    "peak_tflops", "peak_16bit_tflops", "matmul_ceiling_16bit", "matmul_ceiling_lowp", "gpu_memory_gb",
+    "mem_bandwidth_tbps", "tdp_w", "intra_node_bw_gbps_unidir",
     "flops_per_token", "attention_flops_per_token", "attention_term_known", "n_layers", "d_model",
     "params_per_gpu_b", "memory_pressure_params_per_gb", "physics_bound_tokens_per_sec_per_gpu",
     "tokens_per_sec_per_gpu", "achieved_tflops_per_gpu", "mfu", "quality_flag",

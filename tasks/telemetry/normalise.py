@@ -20,11 +20,11 @@ from typing import Any
 import polars as pl
 
 from tasks.settings import load_config
-from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA
+from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA, WORKLOAD_TYPES
 
 CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")   # precision families
 CONTRACT_RECIPES = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
-CONTRACT_WORKLOADS = ("pretrain", "sft", "lora", "qlora")
+CONTRACT_WORKLOADS = WORKLOAD_TYPES
 CONTRACT_CHECKPOINTING = ("none", "selective", "full")
 DEFAULT_WORKLOAD = "pretrain"
 LOW_PRECISION_FAMILIES = ("fp8", "fp4")  # families whose runs name a scaling recipe

@@ -26,9 +26,8 @@ kind = "lasso"
 params = { alpha = 0.005, max_iter = 20000 }
 
 [[candidates]]
-name = "ridge"
-kind = "ridge"
-params = { alpha = 3.0 }
+name = "structured_step_time"
+kind = "structured_step_time"
 '''
 
 BASELINE_ONLY = '''

@@ -39,7 +39,7 @@ def test_champion_predict_keeps_rows_and_adds_contract_columns(in_trained_home, 
     rows = training_features.head(4)
     predicted = champion.predict(rows)
     assert predicted.columns == [*rows.columns, "predicted_tokens_per_sec_per_gpu", "predicted_low",
-                                 "predicted_high", "model_version"]
+                                 "predicted_high", "extrapolation", "model_version"]
     assert predicted["run_id"].to_list() == rows["run_id"].to_list()
     assert predicted["model_version"].to_list() == ["1"] * 4
     assert predicted["predicted_tokens_per_sec_per_gpu"].is_finite().all()
@@ -66,6 +66,8 @@ def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, t
         expected = math.exp((intervals.seen_high - intervals.seen_low) if seen
                             else (intervals.unseen_high - intervals.unseen_low))
         assert high / low == pytest.approx(expected, rel=1e-9)
+        # the fixture names no framework: the pooled framework factor, flagged; H200/B200/MI300X/L4 are unseen
+        assert row["extrapolation"] == ("unseen_framework" if seen else "unseen_gpu,unseen_framework")
     widest_seen = max(by_id[r]["predicted_high"] / by_id[r]["predicted_low"] for r in SEEN)
     narrowest_unseen = min(by_id[r]["predicted_high"] / by_id[r]["predicted_low"] for r in UNSEEN)
     assert narrowest_unseen > widest_seen

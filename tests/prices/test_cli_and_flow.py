@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,9 @@ def test_cli_ingest_with_provider_and_format(prefect_harness: None, gpucost_home
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "# Price ingest" in result.stdout + result.stderr  # the run's summary is printed (as a log line)
+    # progress per file, then the totals (the markdown summary is the flow's artifact)
+    assert re.search(r"ingest prices: file 1 of 1: [\d,]+ rows loaded.*: skypilot_v8_aws_gpu_subset.csv", result.stderr)
+    assert "1 file(s): 1 loaded" in result.stdout
     with warehouse() as con:
         rows = con.execute(
             "select distinct usd_per_gpu_hour from core.prices_current "

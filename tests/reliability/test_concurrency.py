@@ -63,7 +63,7 @@ def test_two_runs_at_once_one_is_refused_and_nothing_is_corrupted(prefect_harnes
     assert sorted(codes) == [0, 3], outputs
     winner, loser = (outputs[0], outputs[1]) if codes[0] == 0 else (outputs[1], outputs[0])
     assert "another nightly run (pid" in loser and str(home / "nightly.lock") in loser
-    assert "| publish | completed" in winner and "| train | completed" in winner
+    assert "publish: completed" in winner and "train: completed" in winner
 
     with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:
         assert whole_file_violations(con) == []

@@ -136,27 +136,21 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Format name (as in config/sources.toml and `--format`) -> adapter module in this package: the one list.
+ADAPTER_MODULES = {
+    "skypilot": "skypilot",
+    "aws-offer": "aws_offer",
+    "aws-spot": "aws_spot",
+    "azure-retail": "azure_retail",
+    "gcp-billing": "gcp_billing",
+    "price-history": "price_history",
+    "owned": "owned",
+}
+FORMATS = tuple(ADAPTER_MODULES)
+
+
 def registry() -> dict[str, Adapter]:
-    """Format name (as in config/sources.toml and `--format`) -> adapter."""
-    from tasks.prices.adapters import (
-        aws_offer,
-        aws_spot,
-        azure_retail,
-        gcp_billing,
-        owned,
-        price_history,
-        skypilot,
-    )
+    """Format name -> adapter (imported on first use: the adapters import this module)."""
+    import importlib
 
-    return {
-        "skypilot": skypilot.parse,
-        "aws-offer": aws_offer.parse,
-        "aws-spot": aws_spot.parse,
-        "azure-retail": azure_retail.parse,
-        "gcp-billing": gcp_billing.parse,
-        "price-history": price_history.parse,
-        "owned": owned.parse,
-    }
-
-
-FORMATS = ("skypilot", "aws-offer", "aws-spot", "azure-retail", "gcp-billing", "price-history", "owned")
+    return {name: importlib.import_module(f"{__name__}.{module}").parse for name, module in ADAPTER_MODULES.items()}

@@ -1,0 +1,55 @@
+"""One nightly run through the real command line (`gpucost run` in a subprocess: real Prefect, DuckDB,
+MLflow, the bundled samples, the small candidate set). The session fixture `night` (tests/conftest.py) is
+shared by the command-line tests and the README test; tests that change state work on a copy of its home."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.settings import PROJECT_ROOT
+from tests.model.conftest import SMALL_CANDIDATES, make_config_dir
+
+GPUCOST = Path(sys.executable).with_name("gpucost")
+
+
+@dataclass(frozen=True)
+class Night:
+    home: Path
+    config: Path
+    env: dict[str, str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def copy_home(self, target: Path) -> Path:
+        shutil.copytree(self.home, target, ignore=shutil.ignore_patterns("nightly.lock", "prefect"))
+        return target
+
+
+def gpucost(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(GPUCOST), *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
+                          timeout=timeout)
+
+
+def run_night(root: Path) -> Night:
+    """`gpucost run` on the bundled samples with the small candidate set, against the session's Prefect API."""
+    from prefect.settings import PREFECT_API_URL
+
+    config = make_config_dir(root, SMALL_CANDIDATES)
+    env = {**os.environ, "GPUCOST_HOME": str(root / "home"), "GPUCOST_CONFIG_DIR": str(config),
+           "PREFECT_API_URL": str(PREFECT_API_URL.value()), "COLUMNS": "100"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    env.pop("PREFECT_LOGGING_LEVEL", None)
+    started = time.perf_counter()
+    done = gpucost("run", env=env)
+    return Night(root / "home", config, env, done.returncode, done.stdout, done.stderr,
+                 time.perf_counter() - started)
+
+

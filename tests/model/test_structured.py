@@ -1,0 +1,141 @@
+"""The structured step-time model: hand-worked parts, layout parsing, the selection rule, extrapolation flags."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tasks.model.evaluation import GroupedCV, select_best
+from tasks.model.serving import TrainingCoverage
+from tasks.model.structured import StructuredConfig, compute_terms, parse_parallelism, step_time_parts
+
+# One bundled row (published_benchmarks.csv, NeMo AutoModel): Llama-3-8B LoRA-less pretrain on 1 H100-SXM,
+# here with the shape of Llama-3-8B (32 x 4096) and the H100-SXM specs of data/reference/gpu_specs.csv.
+ROW = {"num_gpus": 1, "params_b": 8.03, "active_params_b": 8.03, "seq_len": 4096, "micro_batch": 2,
+       "global_batch_tokens": 131072, "peak_tflops": 989.0, "peak_16bit_tflops": 989.0, "mem_bandwidth_tbps": 3.35,
+       "intra_node_bw_gbps_unidir": 450.0, "n_layers": 32, "d_model": 4096, "precision": "bf16",
+       "precision_recipe": "none", "workload": "pretrain", "activation_checkpointing": "none",
+       "framework": "NeMo AutoModel", "parallelism": "FSDP 1 TP 1 PP 1 CP 1 VP 1 GA 16", "gpu": "H100-SXM",
+       # data/reference/gpu_matmul_ceilings.csv: H100 SXM MAMF 794.5 of 989 (bf16), 1402.6 of 1979 (fp8)
+       "matmul_ceiling_16bit": 794.5 / 989, "matmul_ceiling_lowp": 1402.6 / 1979}
+PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "attention_efficiency": 0.5, "activation_bytes": 100.0,
+          "quantisation_bytes": 50.0, "moe_efficiency": 0.7, "layer_overhead_us": 10.0, "tp_overlap": 0.5,
+          "dp_overlap": 0.5}
+
+
+def test_step_time_of_one_row_by_hand() -> None:
+    parts = step_time_parts(compute_terms(pd.DataFrame([ROW]), StructuredConfig()), PARAMS)
+    # linear: 2 x 8.03e9 x 3 passes = 4.818e10 FLOPs / (MAMF 794.5e12 x 0.5) = 1.21284e-4 s per token
+    assert parts["linear"][0] == pytest.approx(4.818e10 / 397.25e12)
+    # attention: 2 x 4096 x 4096 x 32 x 3 = 3.2212e9 FLOPs / (794.5e12 x 0.5) = 8.1089e-6 s
+    assert parts["attention"][0] == pytest.approx(3.221225472e9 / 397.25e12)
+    # memory: 100 B x 32 x 4096 = 13,107,200 B / 3.35e12 B/s = 3.9126e-6 s
+    assert parts["memory"][0] == pytest.approx(13_107_200 / 3.35e12)
+    # overhead: 10 us x 32 layers / (2 x 4096 tokens per micro-step) = 3.90625e-8 s
+    assert parts["layer_overhead"][0] == pytest.approx(10e-6 * 32 / 8192)
+    # optimizer: 16 B x 8.03e9 params / 3.35e12 B/s per step of 131,072 tokens = 2.926e-7 s per token
+    assert parts["optimizer"][0] == pytest.approx(16 * 8.03e9 / 3.35e12 / 131072)
+    # one GPU: no tensor-parallel, data-parallel or all-to-all traffic
+    assert parts["tensor_parallel"][0] == parts["data_parallel"][0] == parts["all_to_all"][0] == 0.0
+    total = sum(p[0] for p in parts.values())
+    # 1.21284e-4 + 8.1089e-6 + 3.9126e-6 + 3.906e-8 + 2.926e-7 = 1.33637e-4 s: 7,483 tokens/s per GPU (before
+    # the framework factor)
+    assert 1 / total == pytest.approx(7_483, rel=1e-3)
+
+
+def test_fp8_runs_only_the_linear_layers_at_the_fp8_peak() -> None:
+    fp8 = dict(ROW, precision="fp8", precision_recipe="delayed", peak_tflops=1979.0)
+    parts = step_time_parts(compute_terms(pd.DataFrame([ROW, fp8]), StructuredConfig()), PARAMS)
+    # linear: 4.818e10 / (fp8 MAMF 1402.6e12 x 0.5 x 0.8); attention unchanged (16-bit); memory + 50 B quantisation
+    assert parts["linear"][1] == pytest.approx(4.818e10 / (1402.6e12 * 0.4))
+    assert parts["attention"][1] == parts["attention"][0]
+    assert parts["memory"][1] == pytest.approx(150 * 32 * 4096 / 3.35e12)
+
+
+def test_layouts_are_read_from_free_text() -> None:
+    lay = parse_parallelism("TP 4 PP 8 CP 2 EP 8 VP 8 MBS 1 GA 128")
+    assert (lay.tp, lay.pp, lay.cp, lay.ep, lay.vp, lay.grad_accum, lay.fsdp) == (4, 8, 2, 8, 8, 128, False)
+    lay = parse_parallelism("TP=4,PP=8, MBS=1, VP=12, SEQ=2048")
+    assert (lay.tp, lay.pp, lay.vp) == (4, 8, 12)
+    lay = parse_parallelism("FSDP 32, AsyncTP 8; compile")
+    assert (lay.tp, lay.fsdp) == (8, True)
+    assert parse_parallelism("FSDP FULL_SHARD; grad_accum 4").grad_accum == 4
+    assert parse_parallelism(None).tp == 1
+
+
+def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
+    row = dict(ROW, n_layers=None, d_model=None, micro_batch=None, framework=None, parallelism=None)
+    terms = compute_terms(pd.DataFrame([row]), StructuredConfig())
+    # N = 12 L d^2 with d = 128 L: L = (8.03e9 / (12 x 128^2))^(1/3) = 34.4, d = 4,403
+    layers = (8.03e9 / (12 * 128**2)) ** (1 / 3)
+    assert terms.layer_width[0] == pytest.approx(layers * 128 * layers)
+    assert bool(terms.shape_estimated[0])
+    # no micro_batch: 8192 tokens per micro-step, 2 sequences of 4096; every part is still a finite time
+    assert terms.overhead_units[0] == pytest.approx(layers / 8192)
+    parts = step_time_parts(terms, PARAMS)
+    assert all(np.isfinite(p[0]) and p[0] >= 0 for p in parts.values())
+
+
+def _cv(median_ape: float) -> GroupedCV:
+    return GroupedCV(grouping="g", folds=[], fold_metrics=[], oof_log_mfu=np.zeros(1), fold_of_row=np.zeros(1),
+                     pooled={"median_ape": median_ape})
+
+
+def test_a_candidate_worse_than_the_baseline_on_one_grouping_cannot_be_champion() -> None:
+    baseline = {"gpu": _cv(0.20), "source_group": _cv(0.30)}
+    better_everywhere = {"gpu": _cv(0.19), "source_group": _cv(0.29)}
+    best_score_but_loses_on_gpu = {"gpu": _cv(0.21), "source_group": _cv(0.05)}
+    results = [("baseline", baseline, 0.25), ("tree", best_score_but_loses_on_gpu, 0.13),
+               ("structured", better_everywhere, 0.24)]
+    winner, losses = select_best(results, "baseline")
+    assert winner == "structured"
+    assert losses == {"tree": ["gpu"]}
+    # nothing eligible but the baseline: the baseline wins
+    assert select_best(results[:2], "baseline")[0] == "baseline"
+
+
+def test_extrapolation_flags() -> None:
+    coverage = TrainingCoverage(precisions=("bf16", "fp8"), frameworks=("torchtitan",), max_num_gpus=512,
+                                moe_rows=5, min_moe_rows=30)
+    frame = pd.DataFrame([
+        {"precision": "bf16", "framework": "torchtitan", "num_gpus": 8, "params_b": 8.0, "active_params_b": 8.0},
+        {"precision": "fp4", "framework": "PyTorch", "num_gpus": 1024, "params_b": 235.0, "active_params_b": 22.0},
+    ])
+    flags = coverage.flags(frame, np.array([True, False]))
+    assert flags[0] == ""
+    assert flags[1] == "unseen_gpu,unseen_precision_family,unseen_framework,beyond_largest_cluster,moe_little_data"
+    assert math.isinf(TrainingCoverage().max_num_gpus)
+
+
+def test_each_extrapolation_takes_its_calibrated_interval() -> None:
+    from tasks.model.candidates import CandidateSpec, build_pipeline
+    from tasks.model.evaluation import TargetSpec
+    from tasks.model.intervals import IntervalOffsets
+    from tasks.model.serving import TokenEfficiencyModel
+
+    spec = CandidateSpec(name="physics_baseline", kind="constant_mfu")
+    train = pd.DataFrame({"precision": ["bf16", "bf16", "fp8"]})
+    pipeline = build_pipeline(spec).fit(train, np.log([0.4, 0.4, 0.3]))
+    intervals = IntervalOffsets(level=0.8, seen_low=-0.3, seen_high=0.2, unseen_low=-0.5, unseen_high=0.4)
+    coverage = TrainingCoverage(precisions=("bf16", "fp8"), frameworks=("torchtitan",), max_num_gpus=512,
+                                moe_rows=100, widen_factor=1.5, unseen_precision_low=-0.6,
+                                unseen_precision_high=0.7, known_low=-0.1, known_high=0.1)
+    model = TokenEfficiencyModel(pipeline=pipeline, spec=spec, target=TargetSpec(0.01, 1.0), intervals=intervals,
+                                 seen_gpus=("H100-SXM",), coverage=coverage)
+    base = {"gpu": "H100-SXM", "precision": "bf16", "framework": "torchtitan", "num_gpus": 8, "params_b": 8.0,
+            "active_params_b": 8.0, "physics_bound_tokens_per_sec_per_gpu": 10_000.0}
+    rows = pd.DataFrame([base, dict(base, framework="PyTorch"), dict(base, gpu="B200"),
+                         dict(base, precision="fp4"), dict(base, num_gpus=1024)])
+    out = model.predict(rows)
+    log_width = np.log(out["predicted_high"] / out["predicted_low"]).round(9).tolist()
+    # log(high / low): inside the training data the known offsets, 0.1 - (-0.1) = 0.2; unseen framework the
+    # leave-one-source-out ones, 0.2 + 0.3 = 0.5; unseen GPU the leave-one-GPU-out ones, 0.4 + 0.5 = 0.9;
+    # unseen family max(0.1, 0.7) - min(-0.1, -0.6) = 1.3; beyond the largest cluster the known ones x 1.5 = 0.3
+    assert log_width == pytest.approx([0.2, 0.5, 0.9, 1.3, 0.3])
+    assert out["extrapolation"].tolist() == ["", "unseen_framework", "unseen_gpu", "unseen_precision_family",
+                                             "beyond_largest_cluster"]
+    # bf16 rows: exp(median log 0.4) x 10,000 = 4,000 tokens/s per GPU at the centre
+    assert out["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(4000.0)
