@@ -53,7 +53,7 @@ def test_make_run_prints_progress_no_warning_and_fits_100_columns(night: Night) 
     for line in (f"ingest prices: file 1 of {files}: ", f"ingest prices: file {files} of {files}: ",
                  f"ingest telemetry: file 1 of {telemetry}: 326 rows loaded, 10 quarantined: published_benchmarks.csv",
                  f"ingest telemetry: file {telemetry} of {telemetry}: ", "train: candidate 1 of 3: physics_baseline (",
-                 "train: candidate 3 of 3: ridge (", "publish: completed: "):
+                 "train: candidate 3 of 3: structured_step_time (", "publish: completed: "):
         assert line in output, line
     assert "warning" not in output.lower() and "\x1b" not in output and "Traceback" not in output, output
     too_wide = [line for line in output.splitlines() if len(line) > 100]

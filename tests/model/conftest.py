@@ -37,9 +37,8 @@ kind = "constant_mfu"
 '''
 
 
-@pytest.fixture(scope="session")
-def training_features(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
-    """features.training_runs for data/samples/telemetry/published_benchmarks.csv (real ingest, real SQL)."""
+def ingested_features(root: Path, files: list[Path]) -> pl.DataFrame:
+    """features.training_runs after a real ingest of `files` into a fresh warehouse under `root` (real SQL)."""
     from tasks.features import refresh_feature_table
     from tasks.model.training import read_training_features
     from tasks.reference import load_reference_tables, read_aliases
@@ -47,13 +46,25 @@ def training_features(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
     from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
 
-    path = tmp_path_factory.mktemp("model-features") / "warehouse.duckdb"
-    with warehouse(path) as con:
+    with warehouse(root / "warehouse.duckdb") as con:
         load_reference_tables(con)
-        ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", read_aliases(),
-                              datetime.now(UTC), load_vocabulary())
+        for path in files:
+            ingest_telemetry_file(con, path, read_aliases(), datetime.now(UTC), load_vocabulary())
         refresh_feature_table(con)
         return read_training_features(con)
+
+
+@pytest.fixture(scope="session")
+def training_features(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    """features.training_runs for data/samples/telemetry/published_benchmarks.csv."""
+    sample = TELEMETRY_SAMPLES / "published_benchmarks.csv"
+    return ingested_features(tmp_path_factory.mktemp("model-features"), [sample])
+
+
+@pytest.fixture(scope="session")
+def all_training_features(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
+    """features.training_runs for both bundled telemetry files (the default training data of `make run`)."""
+    return ingested_features(tmp_path_factory.mktemp("all-model-features"), sorted(TELEMETRY_SAMPLES.glob("*.csv")))
 
 
 def make_config_dir(root: Path, candidates: str) -> Path:
