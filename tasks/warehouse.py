@@ -73,9 +73,10 @@ SANDBOXED = {
 
 
 def connect(
-    path: Path | None = None, read_only: bool = False, config: Mapping[str, Any] | None = None
+    path: Path | None = None, read_only: bool = False, config: Mapping[str, Any] | None = None,
+    migrate_schema: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """Open (and on first use create and migrate) the warehouse."""
+    """Open (and on first use create and migrate) the warehouse; `migrate_schema=False` opens it as it is."""
     path = Path(path or paths().warehouse)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,7 +88,7 @@ def connect(
         if "lock" in str(error).lower():
             raise WarehouseBusyError(_busy_message(path, error)) from error
         raise
-    if not read_only:
+    if not read_only and migrate_schema:
         migrate(con)
     return con
 

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
+
 
 class RunLockedError(RuntimeError):
     """Another nightly run holds the lock."""
@@ -36,7 +38,19 @@ def run_lock(path: Path) -> Iterator[None]:
 
 def check_warehouse_free(path: Path | None = None) -> None:
     """Raise WarehouseBusyError (naming the process that holds it, e.g. a user's open DuckDB session) now,
-    before a run starts, rather than letting every step fail on it in turn."""
-    from tasks.warehouse import connect
+    before a run starts, rather than letting every step fail on it in turn.
 
-    connect(path).close()
+    Opened read-write (a reader holding the file blocks a writer too) but not migrated, so the check itself
+    changes nothing; a damaged file is left to the pre-flight check, which names it with the next step."""
+    from tasks.settings import paths
+    from tasks.warehouse import WarehouseBusyError, connect
+
+    path = Path(path or paths().warehouse)
+    if not path.exists():
+        return
+    try:
+        connect(path, migrate_schema=False).close()
+    except WarehouseBusyError:
+        raise
+    except duckdb.Error:
+        return
