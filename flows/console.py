@@ -80,21 +80,34 @@ class ProgressHandler(logging.Handler):
 
 class _OneLineRecords(logging.Filter):
     """On Prefect's console handler: third-party INFO chatter dropped (e.g. Great Expectations' temporary
-    folders), known noise dropped, and every other record one line, no escape codes, no traceback, cut so that
-    the formatted line fits WIDTH (the command's last line says why a run failed)."""
-
-    PREFIX = len("01:37:27.756 | WARNING | ")
+    folders) and known noise dropped. Drops only: the record itself is shared with every other handler (log
+    files, pytest's capture), so shortening it is the formatter's job (`_OneLineFormatter`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING and not record.name.startswith("prefect"):
             return False
-        if record.name == "py.warnings" and is_known_noise(record.getMessage().split(": ", 1)[-1]):
-            return False
+        return not (record.name == "py.warnings"
+                    and is_known_noise(record.getMessage().split(": ", 1)[-1]))
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Wraps the console handler's formatter: every record one line, no escape codes, no traceback, cut so that
+    the formatted line fits WIDTH (the command's last line says why a run failed). Formats a copy, so other
+    handlers still see the whole message."""
+
+    PREFIX = len("01:37:27.756 | WARNING | ")
+
+    def __init__(self, inner: logging.Formatter | None) -> None:
+        super().__init__()
+        self.inner = inner or logging.Formatter()
+
+    def format(self, record: logging.LogRecord) -> str:
         run = getattr(record, "flow_run_name", None) or getattr(record, "task_run_name", None)
         label = f"Flow run {run!r} - " if run else f"{record.name} - "
-        record.msg, record.args = one_line(record.getMessage(), max(WIDTH - self.PREFIX - len(label), 20)), None
-        record.exc_info, record.exc_text = None, None
-        return True
+        short = logging.makeLogRecord(record.__dict__)
+        short.msg = one_line(record.getMessage(), max(WIDTH - self.PREFIX - len(label), 20))
+        short.args, short.exc_info, short.exc_text, short.stack_info = None, None, None, None
+        return self.inner.format(short)
 
 
 def filter_known_noise() -> None:
@@ -120,8 +133,12 @@ def configure_cli_output(stream: TextIO | None = None) -> None:
     progress.setLevel(logging.DEBUG)
     progress.propagate = False
     for handler in logging.getLogger().handlers:  # Prefect's console handler sits on the root logger
+        if not type(handler).__module__.startswith("prefect"):
+            continue  # others (a log file, pytest's capture) keep every record as it is
         if not any(isinstance(f, _OneLineRecords) for f in handler.filters):
             handler.addFilter(_OneLineRecords())
+        if not isinstance(handler.formatter, _OneLineFormatter):
+            handler.setFormatter(_OneLineFormatter(handler.formatter))
     # MLflow's own logger prints its advice at WARNING (e.g. CloudPickle serialisation), Great Expectations
     # its temporary folders at INFO: errors only
     for name in ("mlflow", "great_expectations"):
