@@ -533,7 +533,7 @@ def sql(
 def fetch(
     provider: Annotated[
         list[str] | None,
-        typer.Option("--provider", "-p", help="azure, aws, aws-spot, gcp, skypilot (repeat for several)"),
+        typer.Option("--provider", "-p", help="azure, aws, aws-spot, gcp, lambda, skypilot (repeat for several)"),
     ] = None,
 ) -> None:
     """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.settings import load_config
 
-PROVIDERS = ("azure", "aws", "aws-spot", "gcp", "skypilot")
+PROVIDERS = ("azure", "aws", "aws-spot", "gcp", "lambda", "skypilot")
 
 
 class FetchConfigError(ValueError):
@@ -56,6 +56,12 @@ class GcpConfig(_Strict):
     currency: str = "USD"
 
 
+class LambdaConfig(_Strict):
+    url: str = "https://cloud.lambda.ai/api/v1/instance-types"
+    api_key_env: str = "GPUCOST_LAMBDA_API_KEY"
+    regions: list[str] = []  # where a type with no capacity right now is priced (Lambda prices are not regional)
+
+
 class SkypilotConfig(_Strict):
     url: str
     clouds: dict[str, str]
@@ -70,6 +76,7 @@ class FetchConfig(_Strict):
     aws: AwsConfig
     aws_spot: AwsSpotConfig = Field(alias="aws-spot")
     gcp: GcpConfig
+    lambda_: LambdaConfig = Field(LambdaConfig(), alias="lambda")  # a fetch.toml from before [lambda] still loads
     skypilot: SkypilotConfig
 
     def base_url(self, provider: str) -> str:
@@ -80,7 +87,7 @@ class FetchConfig(_Strict):
         return self.section(provider).url
 
     def section(self, provider: str) -> Any:
-        return getattr(self, provider.replace("-", "_"))
+        return getattr(self, {"lambda": "lambda_"}.get(provider, provider.replace("-", "_")))
 
 
 def url_variable(provider: str) -> str:

@@ -34,7 +34,7 @@ class FetchedFile:
 
 @dataclass
 class ProviderResult:
-    name: str  # fetcher: azure | aws | aws-spot | gcp | skypilot
+    name: str  # fetcher: azure | aws | aws-spot | gcp | lambda | skypilot
     downloads: list[Download] = field(default_factory=list)
     files: list[FetchedFile] = field(default_factory=list)
     quarantined: list[WrongFormat] = field(default_factory=list)
@@ -211,6 +211,18 @@ def fetch_aws(ctx: FetchContext, result: ProviderResult) -> None:
             result.files.append(FetchedFile(got.path, "aws", "aws-offer"))
 
 
+def fetch_lambda(ctx: FetchContext, result: ProviderResult) -> None:
+    """Lambda Cloud instance-types API: one JSON document (no paging), with the API key as a bearer token."""
+    cfg = ctx.config.lambda_
+    key = os.environ.get(cfg.api_key_env, "").strip()
+    if not key:
+        result.skipped = f"no API key: set {cfg.api_key_env} (Lambda Cloud API key)"
+        return
+    got = ctx.get(result, ctx.config.base_url("lambda"), ctx.directory("lambda") / "instance-types.json",
+                  headers={"Authorization": f"Bearer {key}"})
+    result.files.append(FetchedFile(got.path, "lambda", "lambda-api", {"regions": cfg.regions}))
+
+
 def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
     """SkyPilot catalogs: `<version>/<cloud>/vms.csv` for each configured cloud, conditional GET."""
     base = ctx.config.base_url("skypilot").rstrip("/")
@@ -291,5 +303,6 @@ FETCHERS: dict[str, Fetcher] = {
     "aws": fetch_aws,
     "aws-spot": fetch_aws_spot,
     "gcp": fetch_gcp,
+    "lambda": fetch_lambda,
     "skypilot": fetch_skypilot,
 }

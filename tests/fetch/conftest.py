@@ -24,7 +24,7 @@ def no_real_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-                 "GPUCOST_GCP_API_KEY"):
+                 "GPUCOST_GCP_API_KEY", "GPUCOST_LAMBDA_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 

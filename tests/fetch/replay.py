@@ -36,6 +36,9 @@ SKYPILOT_FILES = {
     ("v8", "lambda"): "skypilot_v8_lambda_gpu.csv",
     ("v6", "azure"): "skypilot_v6_azure_gpu.csv",
 }
+LAMBDA_PATH = "/api/v1/instance-types"
+LAMBDA_KEY = "test-lambda-key-not-a-secret"
+LAMBDA_NO_CAPACITY = "gpu_8x_v100"  # listed with no region with capacity (the fault the adapter must handle)
 SPOT_PAGE_ROWS = 200  # 510 Linux/UNIX rows -> 3 pages linked by NextToken
 LAST_MODIFIED = "Fri, 12 Sep 2025 22:53:08 GMT"
 FETCH_FIXTURES = FIXTURES / "fetch"
@@ -76,6 +79,33 @@ def gcp_pages() -> list[dict[str, Any]]:
     first = json.loads((PRICE_SAMPLES / "gcp_billing_catalog_skus_page_excerpt_opencost.json").read_text())
     second = json.loads((PRICE_SAMPLES / "gcp_billing_catalog_skus_gpu_trimmed_cromwell-monitor.json").read_text())
     return [first, {"skus": second, "nextPageToken": ""}]
+
+
+def lambda_instance_types() -> dict[str, Any]:
+    """The instance-types response (Lambda Cloud API's `{"data": {name: {"instance_type", "regions_with_capacity_
+    available"}}}` shape) re-enveloped from the real SkyPilot Lambda catalog, which SkyPilot builds from this API:
+    price_cents_per_hour = Price x 100, specs from vCPUs / MemoryGiB / AcceleratorCount, gpu_description from the
+    accelerator and its per-GPU memory, one region entry per catalog row. `storage_gib` is left out (the catalog
+    does not carry it and the adapter does not read it)."""
+    data: dict[str, Any] = {}
+    with open(PRICE_SAMPLES / "skypilot_v8_lambda_gpu.csv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            name = row["InstanceType"]
+            mib = float(row["GpuInfo"].split("'SizeInMiB': ")[1].split("}")[0])
+            item = data.setdefault(name, {
+                "instance_type": {
+                    "name": name,
+                    "description": f"{int(float(row['AcceleratorCount']))}x {row['AcceleratorName']}",
+                    "gpu_description": f"{row['AcceleratorName']} ({mib / 1024:g} GB)",
+                    "price_cents_per_hour": round(float(row["Price"]) * 100),
+                    "specs": {"vcpus": int(float(row["vCPUs"])), "memory_gib": int(float(row["MemoryGiB"])),
+                              "gpus": int(float(row["AcceleratorCount"]))},
+                },
+                "regions_with_capacity_available": [],
+            })
+            if name != LAMBDA_NO_CAPACITY:
+                item["regions_with_capacity_available"].append({"name": row["Region"], "description": row["Region"]})
+    return {"data": data}
 
 
 def spot_rows() -> list[dict[str, str]]:
@@ -157,6 +187,13 @@ class Replay:
         return Response('{"error": {"code": 400, "message": "bad page token"}}', status=400,
                         content_type="application/json")
 
+    def lambda_api(self, request: Request) -> Response:
+        self._log(request)
+        if request.headers.get("Authorization") != f"Bearer {LAMBDA_KEY}":
+            return Response('{"error": {"code": "global/invalid-api-key", "message": "API key was invalid"}}',
+                            status=401, content_type="application/json")
+        return Response(json.dumps(lambda_instance_types()), content_type="application/json")
+
     def static(self, body: bytes, content_type: str):  # noqa: ANN201 - a werkzeug handler
         """A file with ETag and Last-Modified, honouring If-None-Match / If-Modified-Since with 304."""
         etag = etag_of(body)
@@ -199,6 +236,7 @@ def install(server: HTTPServer) -> Replay:
     replay = Replay(server)
     server.expect_request(AZURE_PATH, method="GET").respond_with_handler(replay.azure)
     server.expect_request(GCP_PATH, method="GET").respond_with_handler(replay.gcp)
+    server.expect_request(LAMBDA_PATH, method="GET").respond_with_handler(replay.lambda_api)
     index = json.dumps(aws_region_index(server.url_for("/")), indent=2).encode()
     server.expect_request(AWS_INDEX_PATH).respond_with_handler(replay.static(index, "application/json"))
     for region in AWS_REGIONS:
@@ -221,6 +259,8 @@ def environment(server: HTTPServer) -> dict[str, str]:
         "GPUCOST_FETCH_SKYPILOT_URL": server.url_for(SKYPILOT_BASE),
         "GPUCOST_FETCH_AWS_SPOT_URL": server.url_for("/").rstrip("/"),
         "GPUCOST_GCP_API_KEY": GCP_KEY,
+        "GPUCOST_FETCH_LAMBDA_URL": server.url_for(LAMBDA_PATH),
+        "GPUCOST_LAMBDA_API_KEY": LAMBDA_KEY,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
@@ -260,6 +300,11 @@ first_lookback_hours = 100000   # the recorded history is from 2022-05-31
 url = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 api_key_env = "GPUCOST_GCP_API_KEY"
 page_size = 5000
+
+[lambda]
+url = "https://cloud.lambda.ai/api/v1/instance-types"
+api_key_env = "GPUCOST_LAMBDA_API_KEY"
+regions = []
 
 [skypilot]
 url = "https://raw.githubusercontent.com/skypilot-org/skypilot-catalog/master/catalogs"

@@ -145,6 +145,7 @@ ADAPTER_MODULES = {
     "gcp-billing": "gcp_billing",
     "price-history": "price_history",
     "owned": "owned",
+    "lambda-api": "lambda_api",
 }
 FORMATS = tuple(ADAPTER_MODULES)
 

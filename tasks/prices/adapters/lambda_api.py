@@ -1,0 +1,85 @@
+"""Lambda Cloud instance-types API (`GET /api/v1/instance-types`): `{"data": {name: {"instance_type": {...},
+"regions_with_capacity_available": [{"name": ...}, ...]}}}`.
+
+Quirks handled here:
+- The price is `price_cents_per_hour` (US cents per instance-hour, an integer); it is the same in every
+  region (Lambda prices are not regional).
+- The response names no GPU model field, only a free-text `gpu_description`; the GPU is read from the
+  instance type name the way SkyPilot's Lambda catalog does (`gpu_8x_h100_sxm5` -> `H100`,
+  `gpu_8x_a100_80gb_sxm4` -> `A100-80GB`), so the alias table and data/reference/gpu_instance_overrides.csv
+  (e.g. 1x/2x/4x A100 are PCIe) apply unchanged. Memory per GPU comes from `gpu_description` ("(80 GB …").
+- A type is listed once per region with capacity right now. A type with no capacity anywhere still has
+  a price: it is priced in `options.regions` (config/fetch.toml [lambda] regions) when given, otherwise
+  skipped and counted ("no capacity in any region").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, empty_records, read_json
+
+NAME = re.compile(r"^gpu_(\d+)x_([a-z0-9]+)(?:_(\d+gb))?")
+MEMORY = re.compile(r"\((\d+(?:\.\d+)?)\s*GB", re.IGNORECASE)
+NO_CAPACITY = "no capacity in any region (set [lambda] regions in config/fetch.toml to price such types)"
+NOT_A_GPU_TYPE = "not a GPU instance type"
+
+
+def gpu_name(instance_type: str) -> str | None:
+    """SkyPilot's accelerator name for a Lambda instance type, or None for a name that is not `gpu_<n>x_<gpu>…`."""
+    match = NAME.match(instance_type)
+    if not match:
+        return None
+    _, model, memory = match.groups()
+    return model.upper() + (f"-{memory.upper()}" if memory else "")
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
+    document = read_json(path)
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise AdapterError(f"{path.name}: not a Lambda instance-types response (no 'data' object)")
+    default_regions = [str(r) for r in ctx.options.get("regions", [])]
+    rows: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
+    for index, (key, item) in enumerate(document["data"].items(), start=1):
+        item = item if isinstance(item, dict) else {}
+        spec = item.get("instance_type") if isinstance(item.get("instance_type"), dict) else {}
+        name = str(spec.get("name") or key)
+        gpu = gpu_name(name)
+        if gpu is None:
+            skipped[NOT_A_GPU_TYPE] = skipped.get(NOT_A_GPU_TYPE, 0) + 1
+            continue
+        capacity = item.get("regions_with_capacity_available") or []
+        regions = [r.get("name") for r in capacity if isinstance(r, dict) and r.get("name")] or default_regions
+        if not regions:
+            skipped[NO_CAPACITY] = skipped.get(NO_CAPACITY, 0) + 1
+            continue
+        specs = spec.get("specs") if isinstance(spec.get("specs"), dict) else {}
+        cents = _number(spec.get("price_cents_per_hour"))
+        memory = MEMORY.search(str(spec.get("gpu_description") or ""))
+        gpus = _number(specs.get("gpus")) or float(NAME.match(name).group(1))  # type: ignore[union-attr]
+        raw = json.dumps(item, default=str)
+        for region in regions:
+            rows.append({
+                "provider": ctx.provider, "region": region, "zone": None, "instance_type": name,
+                "gpu_name": gpu, "gpu_count": gpus,
+                "gpu_memory_gb": float(memory.group(1)) if memory else None,
+                "vcpus": _number(specs.get("vcpus")), "memory_gb": _number(specs.get("memory_gib")),
+                "pricing": "on_demand", "usd_per_hour": None if cents is None else cents / 100.0,
+                "currency": "USD", "observed_at": None, "source_line": index, "raw_values": raw,
+                # a missing or unreadable price is the suite's to quarantine (usd_per_hour null), with the record
+            })
+    records = conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else empty_records()
+    return AdapterResult(records=records, skipped_by_reason=skipped)
