@@ -216,14 +216,15 @@ noted as (
             when break_even_hours is null or break_even_hours >= term_hours then format(
                 'never pays: the {:.0f}-hour term at {:.4f} USD/h costs more than on demand ({:.4f} USD/h) '
                 || 'even if every hour is used', term_hours, usd_per_hour, on_demand_usd_per_hour)
-            when expected_compute_usd > instances * on_demand_usd_per_hour * expected_hours then format(
+            when expected_compute_usd > marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0)
+            then format(
                 'run too short for the commitment to pay: {:.0f} h of use per instance, break-even {:.0f} h; '
                 || 'on demand costs {:.0f} USD less', expected_hours, break_even_hours,
-                expected_compute_usd - instances * on_demand_usd_per_hour * expected_hours)
+                expected_compute_usd - marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0))
             else format(
                 'pays: {:.0f} h of use per instance, break-even {:.0f} h; saves {:.0f} USD against on demand',
                 expected_hours, break_even_hours,
-                instances * on_demand_usd_per_hour * expected_hours - expected_compute_usd)
+                marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0) - expected_compute_usd)
         end as commitment_note
     from reasoned
 ),

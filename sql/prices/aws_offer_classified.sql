@@ -1,12 +1,14 @@
--- AWS offer lines (both forms: staging.price_file from the CSV, or the JSON form's price dimensions),
--- classified. In scope: Linux, Shared tenancy, OnDemand term, hourly unit, no pre-installed software,
--- capacity status Used, USD, and an instance with a GPU. Every other record gets the FIRST rule it breaks
--- (a rule that cannot be evaluated counts as broken), so the skip counts add up to the records read.
--- `offer_lines` (view): the lines with `_line` (1-based line, or record index in the JSON form).
+-- AWS offer records (both forms: staging.price_file from the CSV, or the JSON form's price dimensions; a
+-- Reserved term's dimensions paired into one record), classified. In scope: Linux, Shared tenancy, an
+-- OnDemand hourly price or a Reserved term, no pre-installed software, capacity status Used, USD, and an
+-- instance with a GPU. Every other record gets the FIRST rule it breaks (a rule that cannot be evaluated
+-- counts as broken), so the skip counts add up to the records read.
+-- `offer_terms` (view, sql/prices/aws_offer_terms.sql): the records with `_line` (1-based line, or record
+-- index in the JSON form).
 -- `aws_gpu_shapes`: data/reference/aws_instance_gpus.csv (sql/prices/aws_gpu_instances.sql).
 create or replace temp view offer_classified as
 with lines as (
-    select * from offer_lines
+    select * from offer_terms
 ),
 
 shapes as (
@@ -19,8 +21,10 @@ classified as (
         case
             when not coalesce(starts_with(product_family, 'Compute Instance'), false)
                 then 'not a compute instance (storage, data transfer, ...)'
-            when coalesce(term_type != 'OnDemand', true) then 'not on-demand (reserved term)'
-            when coalesce(unit != 'Hrs', true) then 'not an hourly price (upfront fee or other unit)'
+            when coalesce(term_type not in ('OnDemand', 'Reserved'), true)
+                then 'neither on-demand nor a reserved term'
+            when term_type = 'OnDemand' and coalesce(unit != 'Hrs', true)
+                then 'not an hourly price (upfront fee or other unit)'
             when coalesce(operating_system != 'Linux', true)
                 then 'operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)'
             when coalesce(tenancy != 'Shared', true) then 'tenancy not Shared (Dedicated or Host)'

@@ -6,6 +6,7 @@
 create or replace table staging.price_file as
 select
     "SKU"                      as sku,
+    "OfferTermCode"            as offer_term_code,
     "TermType"                 as term_type,
     "Unit"                     as unit,
     "PricePerUnit"             as price,
@@ -20,6 +21,9 @@ select
     "GPU"                      as gpu_attribute,
     "vCPU"                     as vcpu,
     "Memory"                   as memory,
+    "LeaseContractLength"      as lease_contract_length,
+    "PurchaseOption"           as purchase_option_text,
+    "OfferingClass"            as offering_class_text,
     case when try_cast("GPU" as double) > 0 or "Instance Type" in (select instance_type from aws_gpu_shapes)
          then to_json(offer) end as raw_values
 from read_csv(

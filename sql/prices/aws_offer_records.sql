@@ -1,4 +1,4 @@
--- The in-scope AWS offer lines (view offer_classified: sql/prices/aws_offer_classified.sql) -> adapter
+-- The in-scope AWS offer records (view offer_classified: sql/prices/aws_offer_classified.sql) -> adapter
 -- records. Parameters: $provider, $published_at (the file's publication date; null = not given).
 create or replace table staging.file_records as
 with in_scope as (
@@ -17,16 +17,32 @@ final as (
         gpu_memory_ref                                               as gpu_memory_gb,   -- GB per GPU
         try_cast(vcpu as double)                                     as vcpus,
         try_cast(regexp_extract(memory, '([\d.]+)', 1) as double)    as memory_gb,       -- GiB
-        'on_demand'                                                  as pricing,
-        try_cast(price as double)                                    as usd_per_hour,    -- USD per instance-hour
+        case when term_type = 'Reserved' then 'reserved_' || cast(term_years as integer) || 'y'
+             else 'on_demand' end                                    as pricing,
+        -- USD per instance-hour; null for a Reserved term: sql/prices/normalise.sql prices it over its term
+        try_cast(price as double)                                    as usd_per_hour,
         currency,
         $published_at::timestamptz                                   as observed_at,     -- UTC
         null::double                                                 as electricity_usd_per_kwh,
         null::double                                                 as pue,
+        term_years,                                                  -- commitments: 1 or 3 (years)
+        upfront_usd,                                                 -- USD per instance, once per term
+        recurring_usd_per_hour,                                      -- USD per instance-hour of the term
+        purchase_option,                                             -- no_upfront | partial_upfront | all_upfront
+        offering_class,                                              -- standard | convertible
         _line                                                        as source_line,
         raw_values,
-        case when gpu_name_ref is null
-             then 'GPU instance type not in data/reference/aws_instance_gpus.csv (GPU model unknown)'
+        case
+            when gpu_name_ref is null
+                then 'GPU instance type not in data/reference/aws_instance_gpus.csv (GPU model unknown)'
+            when term_type != 'Reserved' then null
+            when term_years is null then format(
+                'reserved term with an unreadable LeaseContractLength ({})', coalesce(lease_contract_length, 'missing'))
+            when purchase_option is null then format(
+                'reserved term with an unknown PurchaseOption ({})', coalesce(purchase_option_text, 'missing'))
+            when recurring_usd_per_hour is null then 'reserved term without its hourly price dimension (unit Hrs)'
+            when upfront_usd is null then format(
+                'reserved {} term without its Upfront Fee (unit Quantity)', purchase_option_text)
         end                                                          as rejected_reason
     from in_scope
 )

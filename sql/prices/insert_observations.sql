@@ -2,12 +2,14 @@
 insert into core.price_observations (
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
-    content_sha256, ingested_at, electricity_usd_per_kwh, pue
+    content_sha256, ingested_at, electricity_usd_per_kwh, pue, term_hours, upfront_usd, recurring_usd_per_hour,
+    purchase_option, offering_class
 )
 select
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
-    content_sha256, ingested_at, electricity_usd_per_kwh, pue
+    content_sha256, ingested_at, electricity_usd_per_kwh, pue, term_hours, upfront_usd, recurring_usd_per_hour,
+    purchase_option, offering_class
 from staging.file_rows
 anti join staging.file_failures using (_row_id)
 order by _row_id

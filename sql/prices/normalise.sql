@@ -1,4 +1,5 @@
--- Adapter records -> the normalised price shape: canonical GPU, price per GPU-hour, file identity.
+-- Adapter records -> the normalised price shape: canonical GPU, commitments' effective hourly price, price per
+-- GPU-hour, file identity.
 -- The per-GPU price is computed here and nowhere else, and GPU names that one alias cannot settle (the same
 -- 'A100' string on a 40 GB PCIe and a 40 GB SXM part) are settled here, once, by instance type
 -- (data/reference/gpu_instance_overrides.csv: the first matching pattern, whole name, wins).
@@ -41,6 +42,19 @@ resolved as (
         and matched.pick = 1
 ),
 
+priced as (
+    -- A commitment's price is its term's parts: its usd_per_hour is the EFFECTIVE hourly price over the whole
+    -- term, by the cost model's macros (sql/ddl/070_marts_cost_model.sql): term_hours = term_years x 8760,
+    -- usd_per_hour = upfront_usd / term_hours + recurring_usd_per_hour (the term is paid, used or not).
+    select
+        resolved.* exclude (usd_per_hour),
+        marts.term_hours(term_years)                                      as term_hours,
+        case when term_years is null then usd_per_hour
+             else marts.commitment_usd_per_hour(upfront_usd, recurring_usd_per_hour, marts.term_hours(term_years))
+        end                                                               as usd_per_hour
+    from resolved
+),
+
 final as (
     select
         _row_id,
@@ -61,12 +75,17 @@ final as (
         coalesce(observed_at, $ingested_at::timestamptz)                  as observed_at,  -- UTC
         electricity_usd_per_kwh,                                          -- USD per kWh (owned GPUs)
         pue,
+        term_hours,                                                       -- h in the commitment term (null: none)
+        upfront_usd,                                                      -- USD per instance, once per term
+        recurring_usd_per_hour,                                           -- USD per instance-hour of the term
+        purchase_option,                                                  -- commitments: how the term is paid
+        offering_class,                                                   -- AWS commitments: standard | convertible
         $source_file                                                      as source_file,
         source_line,
         $sha                                                              as content_sha256,
         $ingested_at::timestamptz                                         as ingested_at,   -- UTC
         rejected_reason
-    from resolved
+    from priced
 )
 
 select * from final order by _row_id

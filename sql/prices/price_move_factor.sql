@@ -3,13 +3,21 @@
 -- has none yet, the previous row of the same offer in the same file (dated history files).
 -- `staging.normalised_prices` is made by tasks.prices.ingest (sql/prices/normalise.sql); only the key columns
 -- pass through the joins and the sort (the result is joined back by row key: sql/prices/stage_rows.sql).
+-- A commitment's offer key also holds its purchase option and offering class (one instance and term has up to
+-- six AWS offers: No / Partial / All Upfront x standard / convertible).
 with staged as (
-    select _row_id, provider, region, zone, instance_type, pricing, observed_at, source_line, usd_per_hour
+    select
+        _row_id, provider, region, zone, instance_type, pricing,
+        coalesce(purchase_option, '') as option_key, coalesce(offering_class, '') as class_key,
+        observed_at, source_line, usd_per_hour
     from staging.normalised_prices
 ),
 
 stored as (
-    select provider, region, coalesce(zone, '') as zone_key, instance_type, pricing, observed_at, usd_per_hour
+    select
+        provider, region, coalesce(zone, '') as zone_key, instance_type, pricing,
+        coalesce(purchase_option, '') as option_key, coalesce(offering_class, '') as class_key,
+        observed_at, usd_per_hour
     from core.price_observations
 ),
 
@@ -22,6 +30,8 @@ previous_stored as (
         and coalesce(staged.zone, '') = stored.zone_key
         and staged.instance_type = stored.instance_type
         and staged.pricing = stored.pricing
+        and staged.option_key = stored.option_key
+        and staged.class_key = stored.class_key
         and staged.observed_at >= stored.observed_at
 ),
 
@@ -29,7 +39,7 @@ previous_in_file as (
     select
         _row_id,
         lag(usd_per_hour) over (
-            partition by provider, region, coalesce(zone, ''), instance_type, pricing
+            partition by provider, region, coalesce(zone, ''), instance_type, pricing, option_key, class_key
             order by observed_at, source_line
         ) as previous_usd_per_hour
     from staged

@@ -46,6 +46,11 @@ final as (
         null::timestamptz                           as observed_at,
         null::double                                as electricity_usd_per_kwh,
         null::double                                as pue,
+        null::double                                as term_years,        -- no commitments in the catalogs
+        null::double                                as upfront_usd,
+        null::double                                as recurring_usd_per_hour,
+        null::varchar                               as purchase_option,
+        null::varchar                               as offering_class,
         _line                                       as source_line,
         raw_values,
         null::varchar                               as rejected_reason

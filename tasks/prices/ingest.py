@@ -127,6 +127,8 @@ def normalise(
     file = FileContext(FileSource(Path(source_file)), sha256, ingested_at)
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")
+        con.execute("create schema marts")  # the cost model's macros price commitments over their term
+        execute(con, "ddl/070_marts_cost_model")
         records = conform(records).with_row_index(ROW_KEY)
         with (
             registered(con, "file_records", records.to_arrow()),

@@ -40,9 +40,9 @@ def test_every_provider_is_paginated_and_ingested_and_unchanged_aws_is_not_downl
     assert all(a["$filter"] == replay.AZURE_FILTER for _, a, _ in azure)
     azure_out = [o for o in report.outcomes if o.format == "azure-retail"]
     # The bundled file's figures (tests/prices/test_adapters.py works them out): 68 on-demand + 65 spot
-    # Linux VM prices read; 18 + 92 + 160 + 163 + 32 = 465 items out of scope.
-    assert sum(o.rows_read for o in azure_out) == 133
-    assert sum(o.rows_skipped for o in azure_out) == 465
+    # Linux VM prices and 92 reservations read; 18 + 160 + 163 + 32 = 373 items out of scope.
+    assert sum(o.rows_read for o in azure_out) == 133 + 92
+    assert sum(o.rows_skipped for o in azure_out) == 373
 
     # GCP: page 2 asked for with page 1's real nextPageToken, the key sent as a header, never in the URL.
     gcp = providers.requests_to("/skus$")
@@ -57,9 +57,10 @@ def test_every_provider_is_paginated_and_ingested_and_unchanged_aws_is_not_downl
     assert a2 == [(pytest.approx(2.933908 + 12 * 0.031611 + 85 * 0.004237),)]
 
     # AWS: the region index, then both regions' offer files (21 and 10 rows of the bundled CSV, none a
-    # Linux/Shared on-demand GPU price, so all counted as skipped).
+    # Linux/Shared GPU price, so all counted as skipped): ap-northeast-1 = 1 on-demand row + 20 Reserved
+    # price dimensions paired into 12 terms = 13 records; ca-central-1 = 10 dimensions = 7 terms.
     aws_out = {Path(o.source_file).parent.name: o for o in report.outcomes if o.format == "aws-offer"}
-    assert {k: o.rows_skipped for k, o in aws_out.items()} == {"ap-northeast-1": 21, "ca-central-1": 10}
+    assert {k: o.rows_skipped for k, o in aws_out.items()} == {"ap-northeast-1": 13, "ca-central-1": 7}
 
     # Spot through boto3: every Linux/UNIX row of the configured families, over three NextToken pages.
     expected_spot = [r for r in replay.spot_rows() if r["ProductDescription"] == "Linux/UNIX"

@@ -41,14 +41,15 @@ def normalised(records: pl.DataFrame) -> pl.DataFrame:
 
 def test_aws_offer_csv_skip_counts_match_the_file() -> None:
     # Counted in the file (44 rows after the 5-line preamble and the header):
-    # TermType Reserved: rows 1-11, 13-20, 34-44 = 11 + 8 + 11 = 30.
+    # TermType Reserved: 30 price dimensions (c6i.large rows 1-11 and 13-21, m6id.2xlarge rows 35-44), paired
+    # by SKU and offer term code into 19 terms: c6i.large 12 (2 lease lengths x 3 purchase options x 2
+    # classes), m6id.2xlarge 7; each term is one record. All 19 are Windows with SQL Server.
     # The 14 OnDemand rows: 13 have Operating System Windows/RHEL/SUSE/Ubuntu Pro/RHEL with HA, and the
-    # one Linux row (c6g.4xlarge) has Tenancy Host. 30 + 13 + 1 = 44, nothing in scope.
+    # one Linux row (c6g.4xlarge) has Tenancy Host. 19 + 13 = 32 not Linux, + 1 = 33 records, nothing in scope.
     result = aws_offer.parse(PRICE_SAMPLES / "aws_pricelist_ec2_offer_index_sample_v20250912225308.csv", ctx("aws"))
     assert result.records.height == 0
     assert result.skipped_by_reason == {
-        "not on-demand (reserved term)": 30,
-        "operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)": 13,
+        "operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)": 32,
         "tenancy not Shared (Dedicated or Host)": 1,
     }
 
@@ -131,19 +132,19 @@ def test_aws_spot_json_form_reads_az_names(tmp_path: Path) -> None:
 
 def test_azure_retail_json_skip_counts_match_the_file() -> None:
     # SOURCES.md + the file: 598 items. serviceName Azure Machine Learning 14 + HDInsight 4 = 18 (all
-    # Consumption, Linux). Of the 580 VM items: Reservation 92, DevTestConsumption 160, Consumption
-    # Windows 67 + 64 (Spot) + 32 (Low Priority) = 163, Consumption Linux Low Priority 32.
-    # Left: Linux 86 - 18 = 68 regular + 65 Spot = 133; 18 + 92 + 160 + 163 + 32 + 133 = 598.
+    # Consumption, Linux). Of the 580 VM items: DevTestConsumption 160, Consumption Windows 67 + 64 (Spot)
+    # + 32 (Low Priority) = 163, Consumption Linux Low Priority 32 are skipped.
+    # Left: Linux 86 - 18 = 68 regular + 65 Spot = 133, and the 92 reservations (reservationTerm "1 Year" 44,
+    # "3 Years" 44, "5 Years" 4): 18 + 160 + 163 + 32 + 133 + 92 = 598.
     result = azure_retail.parse(PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json", ctx("azure"))
     assert result.skipped_by_reason == {
         "not a Virtual Machines meter (Azure Machine Learning, HDInsight, ...)": 18,
-        "reservation": 92,
         "dev/test price (DevTestConsumption)": 160,
         "Windows": 163,
         "Low Priority": 32,
     }
     counts = dict(result.records.group_by("pricing").len().iter_rows())
-    assert counts == {"on_demand": 68, "spot": 65}
+    assert counts == {"on_demand": 68, "spot": 65, "reserved_1y": 44, "reserved_3y": 44, "reserved_5y": 4}
 
 
 def test_azure_retail_csv_excerpt_skip_counts_match_the_file() -> None:
@@ -191,12 +192,12 @@ def test_gcp_billing_composes_a2_highgpu_1g_from_three_skus() -> None:
 
 def test_gcp_billing_bare_list_spot_composition_and_skip_counts() -> None:
     result = gcp_billing.parse(PRICE_SAMPLES / "gcp_billing_catalog_skus_gpu_trimmed_cromwell-monitor.json", ctx("gcp"))
-    # 11 SKUs: 1 commitment; network egress + E2 Custom core = 2 not GPU/core/RAM; of the 8 left, the
-    # A3Plus core + A3Plus RAM + H100 80GB Plus GPU (all Spot) compose a3-megagpu-8g; 5 price nothing.
+    # 11 SKUs: network egress + E2 Custom core = 2 not GPU/core/RAM; of the 9 left, the A3Plus core +
+    # A3Plus RAM + H100 80GB Plus GPU (all Spot) compose a3-megagpu-8g; 6 price nothing, among them the
+    # 3-year commitment GPU SKU (the file has no A3Plus core and RAM commitment SKUs to compose it with).
     assert result.skipped_by_reason == {
-        gcp_billing.COMMITMENT: 1,
         gcp_billing.NOT_VM_PART: 2,
-        gcp_billing.UNUSED: 5,
+        gcp_billing.UNUSED: 6,
     }
     rows = normalised(result.records)
     assert sorted(rows["region"]) == ["us-central1", "us-west1"]

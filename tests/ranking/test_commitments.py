@@ -132,6 +132,32 @@ def test_1400_hour_run_on_8_instances_by_hand(con, config):
     assert one_year["usd_per_mtoken"] == pytest.approx(5_732_704 / 322_560)
 
 
+def test_1400_hour_run_from_the_ingested_azure_list(con, config):
+    # The same run, with the prices as the ingest makes them from the bundled Retail Prices list (items 451,
+    # 452, 530: pay-as-you-go 127.816, the 1-year reservation's term price 716,588, Spot 23.620397 USD/h): the
+    # figures of test_1400_hour_run_on_8_instances_by_hand above, so adapter and ranking agree end to end.
+    from tasks.prices.ingest import PriceSource, ingest_price_file
+    from tasks.reference import read_aliases
+    from tests.conftest import PRICE_SAMPLES
+
+    ingest_price_file(con, PriceSource(PRICE_SAMPLES / SOURCE, "azure", "azure-retail"), read_aliases(), AT)
+    spec = workload(RUN_1400H) | {"regions": ["westus"]}
+    workloads = load_workloads({"workloads": [spec]}, config)
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    rel = con.sql(
+        "select pricing, instances, purchase_option, expected_total_usd, break_even_hours, rank_by_cost"
+        " from marts.gpu_cost_ranking_history where instance_type = 'Standard_ND96isr_H100_v5'"
+    )
+    rows = {r[0]: r[1:] for r in rel.fetchall()}
+    assert set(rows) == {"on_demand", "spot", "reserved_1y", "reserved_3y", "reserved_5y"}
+    assert {r[0] for r in rows.values()} == {8}
+    assert rows["on_demand"][2] == pytest.approx(1_431_539.20)        # 8 x 127.816 x 1,400
+    assert rows["spot"][2] == pytest.approx(282_185.01, rel=1e-7)     # 8 x 23.620397 x 1,493.33
+    assert rows["reserved_1y"][1:3] == ("term_total", pytest.approx(5_732_704.0))  # 8 x 716,588
+    assert rows["reserved_1y"][3] == pytest.approx(5606.40, abs=0.01)  # 716,588 / 127.816
+    assert rows["spot"][4] < rows["on_demand"][4] < rows["reserved_1y"][4] < rows["reserved_3y"][4]
+
+
 def test_resale_fraction_and_break_even(con, config):
     # Half of the unused term recovered: 8 x 81.802283 x (8,760 - 0.5 x (8,760 - 1,400)) = 8 x 81.802283 x 5,080
     # = 3,324,444.79 USD. Break-even: c T (1 - r) / (o - r c) = 716,588 x 0.5 / (127.816 - 40.901142) = 4,122.36 h.

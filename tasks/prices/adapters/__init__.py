@@ -29,12 +29,22 @@ ADAPTER_SCHEMA: dict[str, Any] = {
     "gpu_memory_gb": pl.Float64,
     "vcpus": pl.Float64,
     "memory_gb": pl.Float64,
-    "pricing": pl.String,  # on_demand | spot
-    "usd_per_hour": pl.Float64,  # USD per instance-hour (null when the source has no price: quarantined)
+    "pricing": pl.String,  # on_demand | spot | reserved_1y | reserved_3y | reserved_5y
+    # USD per instance-hour (null when the source has no price: quarantined). Commitments leave it null: the
+    # normalisation computes their effective hourly price from the term's parts below
+    # (marts.commitment_usd_per_hour in sql/prices/normalise.sql).
+    "usd_per_hour": pl.Float64,
     "currency": pl.String,
     "observed_at": pl.Datetime("us", "UTC"),  # null = not in the file: the ingest time is used
     "electricity_usd_per_kwh": pl.Float64,  # owned GPUs only: what power costs at the site (USD per kWh)
     "pue": pl.Float64,  # owned GPUs only: power usage effectiveness of the site (>= 1)
+    # Commitments only (null for on-demand and spot): the term in years, the fee paid once per instance,
+    # the price billed every hour of the term, and what tells the offers of one instance and term apart.
+    "term_years": pl.Float64,
+    "upfront_usd": pl.Float64,  # USD per instance, once per term
+    "recurring_usd_per_hour": pl.Float64,  # USD per instance-hour of the term, used or not
+    "purchase_option": pl.String,  # no_upfront | partial_upfront | all_upfront | term_total
+    "offering_class": pl.String,  # AWS: standard | convertible
     "source_line": pl.Int64,  # 1-based line (CSV/TSV, header = line 1) or record index (JSON)
     "raw_values": pl.String,  # the native record, as JSON text
     # The adapter's own verdict on a record it read but cannot price (e.g. a GCP accelerator with no

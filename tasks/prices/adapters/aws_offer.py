@@ -1,9 +1,16 @@
 """AWS Price List offer files for EC2 (the bulk `index.json` and `index.csv`).
 
-In scope: Linux, Shared tenancy, OnDemand term, hourly unit, no pre-installed software
+In scope: Linux, Shared tenancy, OnDemand (hourly unit) or Reserved terms, no pre-installed software
 (`preInstalledSw` NA), capacity status Used, and an instance with a GPU. Every other price record is
-skipped and counted under the FIRST rule it breaks, in the order of SKIP_RULES, so that the counts
-add up to the records read.
+skipped and counted under the FIRST rule it breaks (sql/prices/aws_offer_classified.sql), so that the
+counts add up to the records read (a Reserved term counts once, however many price dimensions it has).
+
+Reserved terms (`LeaseContractLength` 1yr / 3yr, `PurchaseOption` No / Partial / All Upfront,
+`OfferingClass` standard / convertible) come as one or two price dimensions of the same SKU and offer
+term code: an hourly one (unit Hrs, 0 for All Upfront) and an "Upfront Fee" (unit Quantity, USD once per
+instance; none for No Upfront). They are paired into one commitment record (pricing reserved_1y /
+reserved_3y; sql/prices/aws_offer_terms.sql); the normalisation turns the parts into the effective hourly
+price over the term. A term that lacks a part its purchase option implies is quarantined with the reason.
 
 Quirks handled here:
 - The CSV form starts with a 5-line preamble (FormatVersion, Disclaimer, Publication Date, Version,
@@ -42,6 +49,7 @@ PREAMBLE_LINES = 5  # FormatVersion, Disclaimer, Publication Date, Version, Offe
 # The common shape both forms are read into (all text), named after the JSON attributes.
 CSV_COLUMNS = {
     "SKU": "sku",
+    "OfferTermCode": "offer_term_code",
     "TermType": "term_type",
     "Unit": "unit",
     "PricePerUnit": "price",
@@ -56,6 +64,9 @@ CSV_COLUMNS = {
     "GPU": "gpu_attribute",
     "vCPU": "vcpu",
     "Memory": "memory",
+    "LeaseContractLength": "lease_contract_length",
+    "PurchaseOption": "purchase_option_text",
+    "OfferingClass": "offering_class_text",
 }
 JSON_ATTRIBUTES = {
     "instanceType": "instance_type",
@@ -67,6 +78,11 @@ JSON_ATTRIBUTES = {
     "gpu": "gpu_attribute",
     "vcpu": "vcpu",
     "memory": "memory",
+}
+JSON_TERM_ATTRIBUTES = {  # a Reserved term's termAttributes
+    "LeaseContractLength": "lease_contract_length",
+    "PurchaseOption": "purchase_option_text",
+    "OfferingClass": "offering_class_text",
 }
 
 def _publication_date(value: str | None) -> datetime | None:
@@ -107,6 +123,7 @@ def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
                     currency, price = next(iter(prices.items()), (None, None))
                     row = {
                         "sku": sku,
+                        "offer_term_code": term.get("offerTermCode"),
                         "term_type": term_type,
                         "unit": dimension.get("unit"),
                         "price": price,
@@ -114,6 +131,8 @@ def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
                         "product_family": product.get("productFamily"),
                     }
                     row.update({ours: attributes.get(theirs) for theirs, ours in JSON_ATTRIBUTES.items()})
+                    term_attributes = term.get("termAttributes") or {}
+                    row.update({ours: term_attributes.get(theirs) for theirs, ours in JSON_TERM_ATTRIBUTES.items()})
                     row["source_line"] = len(rows) + 1  # record index: one per price dimension
                     term_head = {k: v for k, v in term.items() if k != "priceDimensions"}
                     row["raw_values"] = json.dumps({"product": product, "term": term_head, "price": dimension})
@@ -150,6 +169,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         except duckdb.Error as error:
             raise AdapterError(f"{path.name}: not a readable CSV file: {_first_line(error)}") from error
         execute(con, "prices/aws_offer_csv_view")
+    execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
     execute(con, "prices/aws_offer_records", {"provider": context.provider, "published_at": published})
     skipped = dict(query(con, "prices/aws_offer_skips").fetchall())
@@ -167,6 +187,19 @@ def registered_frame(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFr
         yield
     finally:
         con.unregister(name)
+
+
+def read_terms(path: Path, context: AdapterContext) -> pl.DataFrame:
+    """Every Reserved term of the file, paired as the ingest pairs it, in scope or not (adapter columns plus
+    operating_system; sql/prices/aws_offer_term_records.sql): to check the term arithmetic on terms the
+    ranking skips."""
+    from tasks.warehouse import query
+
+    with duckdb.connect() as con:
+        con.execute("set timezone = 'UTC'")
+        con.execute("create schema staging")
+        read_into_duckdb(con, path, context)
+        return query(con, "prices/aws_offer_term_records", {"provider": context.provider}).pl().drop("_row_id")
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:

@@ -3,16 +3,22 @@
 Items field); JSON for `.json` files, CSV otherwise. Several pages in several files are several sources.
 
 In scope: `Virtual Machines` meters of type `Consumption`, Linux (the product name has no
-"Windows"), priced per hour at the first usage tier. `… Spot` SKUs are spot, the rest on-demand.
+"Windows"), priced per hour at the first usage tier, and type `Reservation` (pricing reserved_1y /
+reserved_3y / reserved_5y by `reservationTerm`). `… Spot` SKUs are spot, the rest on-demand.
 Skipped and counted under the FIRST rule broken (SKIP_RULES order): other services (Azure Machine
-Learning, HDInsight, ...), reservations, dev/test prices, Windows, Low Priority, other units or
-tiers, and VMs with no GPU.
+Learning, HDInsight, ...), dev/test prices, Windows, Low Priority, other units or tiers, and VMs with
+no GPU.
 
 Quirks handled here:
 - Spot and Low Priority are told apart only by the skuName/meterName suffix, Windows only by the
   productName.
 - The GPU model and count per VM size (armSkuName) come from data/reference/azure_vm_gpus.csv. An
   N-series size missing there is kept and quarantined (so the table can be extended), not dropped.
+- A Reservation item's `retailPrice` is the price of the WHOLE term (1, 3 or 5 years) for one VM,
+  although its `unitOfMeasure` says "1 Hour": it is kept as the term's price (upfront_usd, purchase
+  option term_total: payable upfront or monthly, the same total), and the ingest divides it by the
+  term's hours. A Reservation without a readable `reservationTerm` is quarantined (CSV flattenings of the
+  API may lack the column).
 - `effectiveStartDate` is when a price takes effect (sometimes months after the file was fetched),
   not when it was observed: `observed_at` is the ingest time; the date stays in raw_values.
 """
@@ -50,6 +56,7 @@ FIELDS = (
     "type",
     "armSkuName",
 )
+OPTIONAL_FIELDS = ("reservationTerm",)  # Reservation items only; absent from some CSV flattenings
 GPU_VM_SIZE = r"^Standard_N[CDVG]"  # N-series: the GPU families
 NO_GPU = "no GPU (not an N-series GPU VM size)"
 NO_SHAPE = "GPU VM size not in data/reference/azure_vm_gpus.csv (GPU model and count unknown; see the file's notes)"
@@ -66,9 +73,11 @@ def skip_rules() -> list[tuple[str, pl.Expr]]:
             "not a Virtual Machines meter (Azure Machine Learning, HDInsight, ...)",
             pl.col("serviceName") != "Virtual Machines",
         ),
-        ("reservation", pl.col("type") == "Reservation"),
         ("dev/test price (DevTestConsumption)", pl.col("type") == "DevTestConsumption"),
-        ("not pay-as-you-go (other price type)", pl.col("type") != "Consumption"),
+        (
+            "not pay-as-you-go or a reservation (other price type)",
+            ~pl.col("type").is_in(["Consumption", "Reservation"]),
+        ),
         ("Windows", pl.col("productName").str.contains("Windows")),
         ("Low Priority", _suffix("skuName", "Low Priority") | _suffix("meterName", "Low Priority")),
         ("not priced per hour", pl.col("unitOfMeasure") != "1 Hour"),
@@ -89,9 +98,10 @@ def _items_of(document: Any, path: Path) -> list[dict[str, Any]]:
 
 def read_items_json(path: Path) -> pl.DataFrame:
     items = _items_of(read_json(path), path)
+    fields = (*FIELDS, *OPTIONAL_FIELDS)
     frame = pl.DataFrame(
-        {field: [None if i.get(field) is None else str(i[field]) for i in items] for field in FIELDS},
-        schema=dict.fromkeys(FIELDS, pl.String),
+        {field: [None if i.get(field) is None else str(i[field]) for i in items] for field in fields},
+        schema=dict.fromkeys(fields, pl.String),
     )
     return frame.with_columns(
         source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),  # item index across pages
@@ -102,7 +112,8 @@ def read_items_json(path: Path) -> pl.DataFrame:
 def read_items_csv(path: Path) -> pl.DataFrame:
     frame = read_csv_text(path)
     require_columns(frame, FIELDS, path, "Retail Prices API Items as CSV")
-    return frame.with_columns(
+    missing = [pl.lit(None, pl.String).alias(f) for f in OPTIONAL_FIELDS if f not in frame.columns]
+    return frame.with_columns(*missing).with_columns(
         source_line=pl.int_range(2, pl.len() + 2, dtype=pl.Int64),  # header is line 1
         raw_values=pl.struct(pl.all()).struct.json_encode(),
     )
@@ -119,16 +130,33 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         shapes, on="armSkuName", how="left", maintain_order="left"
     )
     is_spot = _suffix("skuName", " Spot") | _suffix("meterName", " Spot")
+    is_reservation = pl.col("type") == "Reservation"
+    term_years = pl.col("reservationTerm").str.extract(r"^\s*(\d+)\s+Years?\s*$").cast(pl.Float64)
+    price = pl.col("retailPrice").cast(pl.Float64, strict=False)
     records = offers.with_columns(
         provider=pl.lit(context.provider),
         region=pl.col("armRegionName"),
         zone=pl.lit(None, pl.String),
         instance_type=pl.col("armSkuName"),
-        pricing=pl.when(is_spot).then(pl.lit("spot")).otherwise(pl.lit("on_demand")),
-        usd_per_hour=pl.col("retailPrice").cast(pl.Float64, strict=False),
+        pricing=pl.when(is_reservation)
+        .then(pl.format("reserved_{}y", term_years.cast(pl.Int64)))
+        .when(is_spot)
+        .then(pl.lit("spot"))
+        .otherwise(pl.lit("on_demand")),
+        # a reservation's retailPrice is the whole term's: priced per hour by the ingest from the parts below
+        usd_per_hour=pl.when(is_reservation).then(None).otherwise(price),
+        term_years=pl.when(is_reservation).then(term_years),
+        upfront_usd=pl.when(is_reservation).then(price),
+        recurring_usd_per_hour=pl.when(is_reservation).then(pl.lit(0.0)),
+        purchase_option=pl.when(is_reservation).then(pl.lit("term_total")),
         currency=pl.col("currencyCode"),
         observed_at=pl.lit(None, pl.Datetime("us", "UTC")),
-        rejected_reason=pl.when(pl.col("gpu_name").is_null()).then(pl.lit(NO_SHAPE)).otherwise(None),
+        rejected_reason=pl.when(pl.col("gpu_name").is_null())
+        .then(pl.lit(NO_SHAPE))
+        .when(is_reservation & term_years.is_null())
+        .then(pl.format("reservation without a readable reservationTerm ({}): the term its price covers is unknown",
+                        pl.col("reservationTerm").fill_null("missing")))
+        .otherwise(None),
     )
     notes = []
     missing = records.filter(pl.col("gpu_name").is_null())["armSkuName"].unique().sort().to_list()

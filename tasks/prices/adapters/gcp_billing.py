@@ -8,12 +8,21 @@ Instance Ram", per GiB-hour). A VM's price is composed here from the shape of it
     usd_per_hour = gpu_price * gpu_count + core_price * vcpus + ram_price * memory_gib
 
 for every region the three SKUs all serve and each pricing (OnDemand -> on_demand; Preemptible and
-Spot -> spot). Commitment SKUs are skipped; SKUs that are not GPU/core/RAM, or that complete no
-machine shape in the file, are skipped and counted.
+Spot -> spot; Commit1Yr / Commit3Yr -> reserved_1y / reserved_3y, composed from the three commitment
+SKUs of the same term). SKUs that are not GPU/core/RAM, or that complete no machine shape in the file,
+are skipped and counted.
+
+Committed-use discounts are billed every hour of the term (monthly, nothing upfront), used or not: a
+composed commitment keeps its hourly price as `recurring_usd_per_hour` (purchase option no_upfront) and
+the ingest prices it over the term. GCP commits to vCPUs, memory and GPUs of a region rather than to a
+machine; a commitment for exactly one machine's shape is what is priced here.
 
 Quirks handled here:
 - Price = units + nanos / 1e9 of `pricingInfo[0].pricingExpression.tieredRates`: the tier that
   starts at 0, unless it is free (a free first tier, as network SKUs have), then the last priced tier.
+- Commitment SKUs are described differently: "Commitment v1: Nvidia Tesla A100 GPU running in Americas
+  for 1 Year" (or "... GPU in Frankfurt ..."), "Commitment v1: A2 Cpu in Americas for 1 Year",
+  "Commitment v1: A2 Ram in ...".
 - Spot SKUs say so in the description ("Spot Preemptible A3 Instance Core", "Nvidia L4 GPU attached to
   Spot Preemptible VMs"); the GPU name is the description's text before " GPU".
 - `observed_at` is the newest `effectiveTime` of the three SKUs where the file has it.
@@ -33,9 +42,11 @@ from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, c
 
 GPU_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)? running in ")
 CORE_RAM_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<family>[A-Za-z0-9]+) Instance (?P<kind>Core|Ram) running in ")
+COMMIT_GPU_SKU = re.compile(r"^Commitment v1: (?P<name>.+?) GPU (?:running )?in .+ for \d+ Years?$")
+COMMIT_CORE_RAM_SKU = re.compile(r"^Commitment v1: (?P<family>[A-Za-z0-9]+) (?P<kind>Cpu|Ram) in .+ for \d+ Years?$")
+COMMIT_USAGE = re.compile(r"^Commit(?P<years>\d+)Yr$")
 SPOT_USAGE = ("Preemptible", "Spot")
 
-COMMITMENT = "commitment (committed-use discount)"
 NOT_VM_PART = "not a GPU, vCPU or RAM SKU (network, storage, custom machine, ...)"
 UNUSED = "prices no machine type here (no matching GPU, core and RAM SKUs with a shape in gcp_machine_shapes.csv)"
 
@@ -96,24 +107,25 @@ def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
         usage = sku["category"].get("usageType", "")
         group = sku["category"].get("resourceGroup", "")
         description = sku["description"]
-        gpu = GPU_SKU.match(description) if group == "GPU" else None
-        part = CORE_RAM_SKU.match(description) if group in ("CPU", "RAM") else None
-        if usage.startswith("Commit"):
-            reason = COMMITMENT
-        elif gpu is None and part is None:
-            reason = NOT_VM_PART
-        else:
-            reason = None
-        if reason:
-            skipped[reason] = skipped.get(reason, 0) + 1
+        commit = COMMIT_USAGE.match(usage)
+        gpu_pattern, part_pattern = (COMMIT_GPU_SKU, COMMIT_CORE_RAM_SKU) if commit else (GPU_SKU, CORE_RAM_SKU)
+        gpu = gpu_pattern.match(description) if group == "GPU" else None
+        part = part_pattern.match(description) if group in ("CPU", "RAM") else None
+        if gpu is None and part is None:
+            skipped[NOT_VM_PART] = skipped.get(NOT_VM_PART, 0) + 1
             continue
+        if commit:
+            pricing = f"reserved_{int(commit.group('years'))}y"
+        else:
+            pricing = "spot" if usage in SPOT_USAGE else "on_demand"
+        kind = "gpu" if gpu else {"cpu": "core"}.get(part.group("kind").lower(), part.group("kind").lower())
         for region in sku.get("serviceRegions", []):
             rows.append(
                 {
                     "sku_index": index,
-                    "kind": "gpu" if gpu else part.group("kind").lower(),
+                    "kind": kind,
                     "name": gpu.group("name") if gpu else part.group("family"),
-                    "pricing": "spot" if usage in SPOT_USAGE else "on_demand",
+                    "pricing": pricing,
                     "region": region,
                     "price": unit_price(sku),
                     "currency": _currency(sku),
@@ -190,10 +202,17 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         json.dumps({"gpu": skus[g - 1], "core": skus[c - 1], "ram": skus[r - 1]})
         for g, c, r in zip(offers["gpu_sku"], offers["core_sku"], offers["ram_sku"], strict=True)
     ]
+    commitment = pl.col("pricing").str.starts_with("reserved_")
     records = offers.with_columns(
         provider=pl.lit(context.provider),
         zone=pl.lit(None, pl.String),
         instance_type=pl.col("machine_type"),
+        # a commitment's composed hourly price is billed every hour of its term: priced over the term by the ingest
+        usd_per_hour=pl.when(commitment).then(None).otherwise(pl.col("usd_per_hour")),
+        recurring_usd_per_hour=pl.when(commitment).then(pl.col("usd_per_hour")),
+        upfront_usd=pl.when(commitment).then(pl.lit(0.0)),
+        term_years=pl.when(commitment).then(pl.col("pricing").str.extract(r"^reserved_(\d+)y$").cast(pl.Float64)),
+        purchase_option=pl.when(commitment).then(pl.lit("no_upfront")),
         memory_gb=pl.col("memory_gib"),
         source_line=pl.col("gpu_sku"),  # the GPU SKU's index in the file
         raw_values=pl.Series(raw, dtype=pl.String),
