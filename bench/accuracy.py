@@ -7,6 +7,7 @@ Runs entirely in memory (no warehouse, no MLflow writes): python -m bench.accura
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import warnings
@@ -95,15 +96,16 @@ def main() -> int:
 
     champion = next(e for e, _ in evaluations if e.spec == champion_spec)
     print(f"\n## {champion_label} ({champion.spec.name}) vs constant-MFU baseline, per held-out fold\n")
-    print("| grouping | held out | runs | champion median APE | baseline median APE |")
-    print("|---|---|---:|---:|---:|")
+    print(f"| grouping | held out | runs | champion median APE | baseline median APE | {level:.0%} interval coverage |")
+    print("|---|---|---:|---:|---:|---:|")
     for g in groupings:
         for fold, ours, theirs in zip(champion.cv[g].folds, champion.cv[g].fold_metrics,
                                       baseline.cv[g].fold_metrics, strict=True):
+            covered = champion.fold_coverage.get(g, {}).get(fold.index, float("nan"))
             print(f"| {g} | {fold.held_out} | {len(fold.test)} | {ours['median_ape']:.1%} | "
-                  f"{theirs['median_ape']:.1%} |")
+                  f"{theirs['median_ape']:.1%} | {covered:.1%} |")
         print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | "
-              f"**{baseline.median_ape(g):.1%}** |")
+              f"**{baseline.median_ape(g):.1%}** | **{champion.coverage[g]:.1%}** |")
     for name, lost in losses.items():
         print(f"\n{name} cannot be champion: worse than the constant-MFU baseline on {', '.join(lost)}")
     fitted = build_pipeline(champion.spec).fit(data.frame, data.log_mfu)[-1]
@@ -113,6 +115,15 @@ def main() -> int:
         print("| parameter | value | unit |\n|---|---:|---|")
         for name, (value, unit) in structured.learned().items():
             print(f"| {name} | {value:.4g} | {unit} |")
+    if champion.conformal is not None:
+        conformal = champion.conformal
+        print(f"\n## {level:.0%} intervals of {champion.spec.name} (normalised conformal, "
+              f"{conformal.calibration_rows} held-out residuals)\n")
+        print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
+              f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
+        print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
+        for flag, factor in conformal.widening().items():
+            print(f"| {flag} | {factor:.3f} |")
     g = groupings[0]
     predicted = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound)
     ape = abs(predicted / data.tokens_per_sec - 1)

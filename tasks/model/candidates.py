@@ -20,7 +20,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import SVR
 
-from tasks.model.design import FeatureSpec, design_step, preprocessor
+from tasks.model.design import FeatureSpec, design_frame, design_step, preprocessor
 from tasks.model.structured import STRUCTURED_CATEGORICAL, STRUCTURED_NUMERIC, StructuredStepTime
 
 BASELINE_KIND = "constant_mfu"
@@ -51,10 +51,27 @@ class StructuredPlusResidual(RegressorMixin, BaseEstimator):
             ("design", design_step(features)), ("preprocess", preprocessor(features)),
             ("model", HistGradientBoostingRegressor(random_state=self.seed, **dict(self.params or {}))),
         ]).fit(X, residual)
+        design = design_frame(X, features)
+        self.seen_levels_ = {c: set(design[c].dropna().astype(str)) for c in features.categorical}
         return self
 
+    def applies(self, X: pd.DataFrame) -> np.ndarray:
+        """Rows the correction was learned for: every categorical value (recipe, workload, checkpointing) one
+        its training rows had. Elsewhere (e.g. an fp4 recipe it never saw) a correction learned from other
+        recipes is no evidence, so the row gets the structured model alone."""
+        seen = getattr(self, "seen_levels_", None)
+        if not seen:
+            return np.ones(len(X), dtype=bool)
+        design = design_frame(X, self.residual_features or FeatureSpec())
+        ok = np.ones(len(X), dtype=bool)
+        for column, levels in seen.items():
+            values = design[column]
+            ok &= (values.isna() | values.astype(str).isin(levels)).to_numpy()
+        return ok
+
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        return self.structured_.predict(X) + self.shrink * self.correction_.predict(X)
+        correction = np.where(self.applies(X), self.correction_.predict(X), 0.0)
+        return self.structured_.predict(X) + self.shrink * correction
 
 
 class ConstantMfuPerPrecision(RegressorMixin, BaseEstimator):

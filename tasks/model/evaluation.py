@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,18 +116,25 @@ class GroupedCV:
     oof_log_mfu: np.ndarray               # clipped out-of-fold prediction per row
     fold_of_row: np.ndarray               # fold index per row
     pooled: dict[str, float] = field(default_factory=dict)
+    flags: np.ndarray | None = None       # per row: extrapolation flags relative to its fold's training rows
 
     def residuals(self, data: TrainingData) -> np.ndarray:
         """Out-of-fold residuals in log space: log(actual) - log(predicted)."""
         return data.log_mfu - self.oof_log_mfu
 
 
+# (training rows, held-out rows) -> each held-out row's extrapolation flags ("unseen_gpu,unseen_framework", "")
+Flagger = Callable[[pd.DataFrame, pd.DataFrame], list[str]]
+
+
 def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds: Sequence[Fold],
-                   target: TargetSpec) -> GroupedCV:
-    """Fit `spec` on each fold's training rows, predict its held-out rows; metrics per fold and pooled."""
+                   target: TargetSpec, flagger: Flagger | None = None) -> GroupedCV:
+    """Fit `spec` on each fold's training rows, predict its held-out rows; metrics per fold and pooled; with a
+    `flagger`, also each held-out row's extrapolation flags relative to its fold's training rows."""
     template = build_pipeline(spec)
     oof = np.full(data.rows, np.nan)
     fold_of_row = np.full(data.rows, -1)
+    flags = np.full(data.rows, "", dtype=object) if flagger is not None else None
     fold_metrics = []
     for number, fold in enumerate(folds, start=1):
         tick("%s: leave one %s out, fold %d of %d", spec.name, grouping, number, len(folds))
@@ -135,11 +142,13 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
         predicted = target.clip(model.predict(data.frame.iloc[fold.test]))
         oof[fold.test] = predicted
         fold_of_row[fold.test] = fold.index
+        if flags is not None and flagger is not None:
+            flags[fold.test] = flagger(data.frame.iloc[fold.train], data.frame.iloc[fold.test])
         fold_metrics.append(regression_metrics(data.tokens_per_sec[fold.test],
                                                tokens_per_sec(predicted, data.physics_bound[fold.test])))
     pooled = regression_metrics(data.tokens_per_sec, tokens_per_sec(oof, data.physics_bound))
     return GroupedCV(grouping=grouping, folds=list(folds), fold_metrics=fold_metrics, oof_log_mfu=oof,
-                     fold_of_row=fold_of_row, pooled=pooled)
+                     fold_of_row=fold_of_row, pooled=pooled, flags=flags)
 
 
 def selection_score(results: Mapping[str, GroupedCV], metric: str = "median_ape") -> float:

@@ -1,12 +1,8 @@
-"""Split-conformal prediction intervals from out-of-fold residuals in log space.
+"""Prediction intervals from held-out residuals in log space (r = log(actual) - log(predicted)).
 
-A residual r = log(actual) - log(predicted). The interval for a new run is
-[predicted × exp(lo), predicted × exp(hi)], with lo/hi the conformal quantiles of the residuals. GPUs present
-in the training data are calibrated with residuals from the source-grouped CV (a new setup on a known GPU);
-GPUs without telemetry with the leave-one-GPU-out residuals (a GPU the model has never seen), and never
-narrower than the seen-GPU interval. For an unseen GPU the direction of the error is unknown too (held-out H100
-runs came out slower than predicted, but another GPU may come out faster), so its interval is also at least the
-symmetric +-q, with q the conformal quantile of |residual|.
+The registered model uses `NormalisedConformal` (below). `IntervalOffsets` is the summary kept in the
+registry's tags and the training report (a row inside the training data, a row on an unseen GPU), and what
+versions trained before normalised intervals use.
 """
 
 from __future__ import annotations
@@ -15,65 +11,16 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.optimize import lsq_linear
 
 # (n+1) x level is often an integer that binary floating point lands just beside (20 x 0.1 = 1.9999...):
 # ranks are rounded as if the arithmetic were exact
 _EPS = 1e-9
 
 
-def conformal_bounds(residuals: np.ndarray, level: float) -> tuple[float, float]:
-    """Lower and upper residual quantiles of a two-sided split-conformal interval at `level` coverage.
-
-    With n calibration residuals sorted ascending, the upper bound is the ceil((n+1)(1+level)/2)-th smallest
-    (the finite-sample correction: a little wider than the plain quantile), the lower bound the
-    floor((n+1)(1-level)/2)-th smallest; ranks are clamped to 1..n.
-    """
-    r = np.sort(np.asarray(residuals, dtype="float64")[np.isfinite(residuals)])
-    n = len(r)
-    if n == 0:
-        raise ValueError("no residuals to calibrate an interval")
-    alpha = 1.0 - level
-    upper_rank = min(n, math.ceil((n + 1) * (1.0 - alpha / 2.0) - _EPS))
-    lower_rank = max(1, math.floor((n + 1) * (alpha / 2.0) + _EPS))
-    return float(r[lower_rank - 1]), float(r[upper_rank - 1])
-
-
-def symmetric_bound(residuals: np.ndarray, level: float) -> float:
-    """The conformal quantile of |residual| at `level`: the ceil((n+1) level)-th smallest, clamped to n."""
-    r = np.sort(np.abs(np.asarray(residuals, dtype="float64")[np.isfinite(residuals)]))
-    if len(r) == 0:
-        raise ValueError("no residuals to calibrate an interval")
-    return float(r[min(len(r), math.ceil((len(r) + 1) * level - _EPS)) - 1])
-
-
-def unseen_bounds(residuals: np.ndarray, level: float) -> tuple[float, float]:
-    """Signed conformal bounds widened to at least the symmetric +-q (direction of the error unknown)."""
-    low, high = conformal_bounds(residuals, level)
-    q = symmetric_bound(residuals, level)
-    return min(low, -q), max(high, q)
-
-
-def cross_fold_coverage(residuals: np.ndarray, fold_of_row: np.ndarray, level: float, unseen: bool = False) -> float:
-    """Honest coverage: each fold's rows against bounds calibrated on the OTHER folds' residuals.
-
-    (Bounds calibrated on all residuals would cover ~level of those same residuals by construction.)
-    `unseen` uses the unseen-GPU construction (`unseen_bounds`).
-    """
-    covered = 0
-    total = 0
-    for fold in np.unique(fold_of_row):
-        inside = fold_of_row == fold
-        if inside.all():
-            continue
-        lo, hi = (unseen_bounds if unseen else conformal_bounds)(residuals[~inside], level)
-        covered += int(np.sum((residuals[inside] >= lo) & (residuals[inside] <= hi)))
-        total += int(inside.sum())
-    return covered / total if total else float("nan")
-
-
 @dataclass(frozen=True)
 class IntervalOffsets:
-    """Log-space offsets added to the predicted log MFU for the interval ends."""
+    """Log-space offsets added to the predicted log MFU for the interval ends (seen GPU / unseen GPU)."""
 
     level: float
     seen_low: float
@@ -81,13 +28,124 @@ class IntervalOffsets:
     unseen_low: float
     unseen_high: float
 
-    @classmethod
-    def calibrate(cls, seen_residuals: np.ndarray, unseen_residuals: np.ndarray, level: float) -> IntervalOffsets:
-        seen_low, seen_high = conformal_bounds(seen_residuals, level)
-        unseen_low, unseen_high = unseen_bounds(unseen_residuals, level)
-        # an unseen GPU is never more certain than a seen one
-        return cls(level=level, seen_low=seen_low, seen_high=seen_high,
-                   unseen_low=min(unseen_low, seen_low), unseen_high=max(unseen_high, seen_high))
-
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
+
+
+# --- Normalised conformal intervals (what the registered model uses) ---------------------------------------
+#
+# A row's log residual r is scored against a scale that grows with how far the row lies outside the training
+# data: sigma(x) = exp(b0 + sum of b_f over the extrapolation flags f of the row), b_f >= 0. The interval is
+# prediction x exp(+-q sigma(x)), with q the finite-sample conformal quantile of |r| / sigma over a pool of
+# held-out residuals: every CV grouping (leave one source / GPU / precision family out) plus held-out
+# configurations of seen sources (rows inside the training data), each row flagged relative to ITS fold's
+# training rows. One q for every kind of row: the flags carry the difference in difficulty, so no grouping is
+# calibrated on its own few folds (two precision families give two folds), and a new kind of extrapolation
+# takes the widths the data showed for each flag it carries.
+
+FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_framework",
+                               "beyond_largest_cluster", "moe_little_data")
+
+
+def flag_matrix(flags: list[str] | np.ndarray) -> np.ndarray:
+    """Rows x FLAG_KINDS of 0/1 from comma-separated flag texts ("" = inside the training data)."""
+    out = np.zeros((len(flags), len(FLAG_KINDS)))
+    for i, text in enumerate(flags):
+        named = set(str(text).split(",")) if text else set()
+        out[i] = [kind in named for kind in FLAG_KINDS]
+    return out
+
+
+@dataclass(frozen=True)
+class NormalisedConformal:
+    """Symmetric log-space interval +-quantile x scale(row)."""
+
+    level: float
+    log_scale: float                  # b0: log of the scale of a row inside the training data
+    log_widening: tuple[float, ...]   # b_f per FLAG_KINDS (>= 0): added to the log scale when the flag applies
+    quantile: float                   # q: conformal quantile of |residual| / scale
+    calibration_rows: int             # residuals in the pool
+
+    def scale(self, flags: list[str] | np.ndarray) -> np.ndarray:
+        return np.exp(self.log_scale + flag_matrix(flags) @ np.asarray(self.log_widening))
+
+    def half_width(self, flags: list[str] | np.ndarray) -> np.ndarray:
+        """Log-space half width of each row's interval: the interval is prediction x exp(+-half_width)."""
+        return self.quantile * self.scale(flags)
+
+    def widening(self) -> dict[str, float]:
+        """Flag -> factor on the interval's log half-width (1 = no wider than a row inside the training data)."""
+        return {kind: math.exp(b) for kind, b in zip(FLAG_KINDS, self.log_widening, strict=True)}
+
+    def to_dict(self) -> dict[str, float]:
+        return {"level": self.level, "log_scale": self.log_scale, "quantile": self.quantile,
+                "calibration_rows": float(self.calibration_rows),
+                **{f"widening[{k}]": v for k, v in self.widening().items()}}
+
+    @classmethod
+    def calibrate(cls, residuals: np.ndarray, flags: list[str] | np.ndarray, level: float, min_flag_rows: int,
+                  default_widening: float, residual_floor: float) -> NormalisedConformal:
+        """Fit the scale by least squares of log max(|r|, floor) on the flags (widenings bounded at >= 0; a flag
+        on fewer than `min_flag_rows` residuals takes log `default_widening`), then q = the ceil((n+1) level)-th
+        smallest |r| / scale (clamped to n)."""
+        r = np.asarray(residuals, dtype="float64")
+        ok = np.isfinite(r)
+        r, matrix = r[ok], flag_matrix(np.asarray(flags, dtype=object)[ok])
+        n = len(r)
+        if n == 0:
+            raise ValueError("no residuals to calibrate an interval")
+        target = np.log(np.maximum(np.abs(r), residual_floor))
+        widening = np.full(len(FLAG_KINDS), math.log(default_widening))
+        fitted = matrix.sum(axis=0) >= min_flag_rows
+        target_rest = target - matrix[:, ~fitted] @ widening[~fitted]
+        design = np.column_stack([np.ones(n), matrix[:, fitted]])
+        lower = np.concatenate([[-np.inf], np.zeros(int(fitted.sum()))])
+        solution = lsq_linear(design, target_rest, bounds=(lower, np.full(design.shape[1], np.inf))).x
+        widening[fitted] = solution[1:]
+        scale = np.exp(solution[0] + matrix @ widening)
+        scores = np.sort(np.abs(r) / scale)
+        quantile = float(scores[min(n, math.ceil((n + 1) * level - _EPS)) - 1])
+        return cls(level=level, log_scale=float(solution[0]), log_widening=tuple(float(b) for b in widening),
+                   quantile=quantile, calibration_rows=n)
+
+
+@dataclass(frozen=True)
+class CalibrationPool:
+    """Held-out residuals with their row index (into the training rows) and flags, from several CV groupings."""
+
+    residuals: np.ndarray
+    rows: np.ndarray
+    flags: np.ndarray
+
+    @classmethod
+    def concat(cls, parts: list[tuple[np.ndarray, np.ndarray, list[str] | np.ndarray]]) -> CalibrationPool:
+        return cls(residuals=np.concatenate([np.asarray(p[0], dtype="float64") for p in parts]),
+                   rows=np.concatenate([np.asarray(p[1]) for p in parts]),
+                   flags=np.concatenate([np.asarray(p[2], dtype=object) for p in parts]))
+
+    def without_rows(self, rows: np.ndarray) -> CalibrationPool:
+        keep = ~np.isin(self.rows, rows)
+        return CalibrationPool(self.residuals[keep], self.rows[keep], self.flags[keep])
+
+
+def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags: list[str] | np.ndarray,
+                             fold_of_row: np.ndarray, level: float, **calibration: float
+                             ) -> tuple[float, dict[int, float]]:
+    """Honest coverage of one grouping: each fold's rows (their held-out residuals and flags under this grouping)
+    against an interval calibrated on the pool WITHOUT those rows (under any grouping). Returns (pooled
+    coverage, fold index -> coverage)."""
+    flags = np.asarray(flags, dtype=object)
+    per_fold: dict[int, float] = {}
+    covered = total = 0
+    for fold in np.unique(fold_of_row[fold_of_row >= 0]):
+        inside = np.flatnonzero(fold_of_row == fold)
+        calibration_pool = pool.without_rows(inside)
+        if len(calibration_pool.residuals) == 0:
+            continue
+        conformal = NormalisedConformal.calibrate(calibration_pool.residuals, calibration_pool.flags, level,
+                                                  **calibration)
+        hit = np.abs(residuals[inside]) <= conformal.half_width(flags[inside])
+        per_fold[int(fold)] = float(hit.mean())
+        covered += int(hit.sum())
+        total += len(inside)
+    return (covered / total if total else float("nan")), per_fold

@@ -36,6 +36,8 @@ OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", "unscored
 # What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
 PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
 IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")
+# GPU spec columns a model may need beyond the peak (the structured model: memory bandwidth for memory-bound work)
+SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
 
 
 class NoChampionError(RuntimeError):
@@ -221,6 +223,15 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
               maintain_order="left")
         .drop("_row")
     )
+    # a row the checks above let through but the model could not score (e.g. the structured model needs the
+    # GPU's memory bandwidth, which a spec row may lack) says so instead of carrying a silent null
+    predicted = predictions["predicted_tokens_per_sec_per_gpu"].to_list()
+    for i, (reason, value) in enumerate(zip(reasons, predicted, strict=True)):
+        if reason is None and value is None:
+            row = features.row(i, named=True)
+            missing = [c for c in SPEC_COLUMNS if row.get(c) is None]
+            reasons[i] = (f"no prediction: {', '.join(missing)} of {row['gpu']} missing in gpu_specs.csv" if missing
+                          else "no prediction: the model returned none for this row")
     out = rows.drop([c for c in OUTPUT_COLUMNS if c in rows.columns])
     reason = pl.DataFrame({"unscored_reason": reasons}, schema={"unscored_reason": pl.String})
     return pl.concat([out, predictions, reason], how="horizontal")

@@ -18,7 +18,7 @@ from sklearn.pipeline import Pipeline
 from tasks.model.candidates import CandidateSpec
 from tasks.model.design import PHYSICS_BOUND
 from tasks.model.evaluation import TargetSpec
-from tasks.model.intervals import IntervalOffsets
+from tasks.model.intervals import IntervalOffsets, NormalisedConformal
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
 EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
@@ -38,6 +38,15 @@ class TrainingCoverage:
     unseen_precision_high: float = 0.0
     known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
     known_high: float | None = None       # framework seen): held-out configurations of seen sources
+
+    @classmethod
+    def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = 30, widen_factor: float = 1.5) -> TrainingCoverage:
+        """What training rows `frame` cover (the interval offsets are left at their defaults)."""
+        return cls(precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
+                   frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
+                   max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
+                   moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
+                   min_moe_rows=min_moe_rows, widen_factor=widen_factor)
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
@@ -71,6 +80,7 @@ class TokenEfficiencyModel:
     intervals: IntervalOffsets
     seen_gpus: tuple[str, ...]         # GPUs with telemetry in the training data
     coverage: TrainingCoverage | None = None   # None in versions trained before extrapolation flags
+    conformal: NormalisedConformal | None = None   # None in versions trained before normalised intervals
 
     @property
     def string_columns(self) -> tuple[str, ...]:
@@ -121,9 +131,14 @@ class TokenEfficiencyModel:
         coverage = getattr(self, "coverage", None)
         flags = coverage.flags(frame, seen) if coverage is not None else [
             "" if s else "unseen_gpu" for s in seen]
-        if coverage is not None:
-            # Mondrian: each extrapolation takes the widest calibrated offsets that apply to it; a row inside
-            # the training data (seen GPU, family and framework) the in-distribution ones
+        conformal = getattr(self, "conformal", None)
+        if conformal is not None:
+            # normalised conformal: +-q x scale, the scale wider for each extrapolation the row carries
+            half = conformal.half_width(flags)
+            low, high = -half, half
+        elif coverage is not None:
+            # (versions trained before normalised intervals) Mondrian: each extrapolation takes the widest
+            # calibrated offsets that apply to it; a row inside the training data the in-distribution ones
             if coverage.known_low is not None and coverage.known_high is not None:
                 seen_framework = np.array(["unseen_framework" not in f for f in flags])
                 low = np.where(seen & seen_framework, coverage.known_low, low)

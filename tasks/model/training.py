@@ -34,6 +34,7 @@ from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline,
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
     METRICS,
+    Flagger,
     Fold,
     GroupedCV,
     TargetSpec,
@@ -44,7 +45,12 @@ from tasks.model.evaluation import (
     select_best,
     selection_score,
 )
-from tasks.model.intervals import IntervalOffsets, conformal_bounds, cross_fold_coverage, unseen_bounds
+from tasks.model.intervals import (
+    CalibrationPool,
+    IntervalOffsets,
+    NormalisedConformal,
+    normalised_fold_coverage,
+)
 from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc, TrainingCoverage
 from tasks.model.tracking import (
     CHALLENGER,
@@ -87,6 +93,8 @@ class CandidateEvaluation:
     cv: dict[str, GroupedCV]                       # grouping -> out-of-fold results
     score: float                                   # selection score (lower is better)
     coverage: dict[str, float] = field(default_factory=dict)   # grouping -> cross-fold interval coverage
+    fold_coverage: dict[str, dict[int, float]] = field(default_factory=dict)  # grouping -> fold -> coverage
+    conformal: NormalisedConformal | None = None   # intervals calibrated on every held-out residual
     importance: dict[str, float] = field(default_factory=dict)  # input column -> permutation importance
     fitted: Pipeline | None = None                 # fitted on all rows
 
@@ -152,20 +160,53 @@ def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> fl
     return -float(np.mean(np.abs(predicted[defined] - np.asarray(y)[defined]))) if defined.any() else float("-inf")
 
 
+def extrapolation_flagger(icfg: Mapping[str, Any]) -> Flagger:
+    """Flags of held-out rows relative to a fold's training rows, exactly as `gpucost predict` flags new rows
+    relative to all training rows (TrainingCoverage.flags)."""
+    min_moe_rows = int(icfg.get("min_moe_rows", 30))
+
+    def flag(train: pd.DataFrame, test: pd.DataFrame) -> list[str]:
+        seen = test["gpu"].isin(set(train["gpu"].dropna().astype(str))).to_numpy()
+        return TrainingCoverage.of_training(train, min_moe_rows).flags(test, seen)
+
+    return flag
+
+
+def configuration_groups(frame: pd.DataFrame) -> np.ndarray:
+    """A configuration = a model size of a source: held out together, its rows are new setups of seen sources
+    (mostly inside the training data: the residuals that calibrate rows without extrapolation flags)."""
+    return (frame["source_group"].fillna("unknown").astype(str) + "|"
+            + frame["params_b"].round(1).astype(str)).to_numpy()
+
+
+def calibration_settings(icfg: Mapping[str, Any]) -> dict[str, float]:
+    return {"min_flag_rows": int(icfg.get("min_flag_rows", 20)),
+            "default_widening": float(icfg.get("widen_factor", 1.5)),
+            "residual_floor": float(icfg.get("residual_floor", 0.01))}
+
+
 def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[str, list[Fold]],
-                       target: TargetSpec, config: Mapping[str, Any], with_importance: bool = True
-                       ) -> CandidateEvaluation:
-    """Grouped CV under every grouping, interval coverage, and (optionally) a full-data fit with
-    permutation importance of each input column."""
-    cv = {grouping: cross_validate(spec, data, grouping, grouping_folds, target)
+                       target: TargetSpec, config: Mapping[str, Any], with_importance: bool = True,
+                       with_intervals: bool = True) -> CandidateEvaluation:
+    """Grouped CV under every grouping, normalised-conformal intervals calibrated on every held-out residual
+    with their honest cross-fold coverage, and (optionally) a full-data fit with permutation importance."""
+    icfg = config["intervals"]
+    flagger = extrapolation_flagger(icfg) if with_intervals else None
+    cv = {grouping: cross_validate(spec, data, grouping, grouping_folds, target, flagger)
           for grouping, grouping_folds in folds.items()}
-    level = float(config["intervals"]["level"])
-    unseen = config["intervals"]["unseen_gpu_grouping"]
-    unseen_groupings = (unseen, config["intervals"].get("unseen_precision_grouping"))
-    coverage = {g: cross_fold_coverage(result.residuals(data), result.fold_of_row, level,
-                                       unseen=g in unseen_groupings) for g, result in cv.items()}
-    evaluation = CandidateEvaluation(spec=spec, cv=cv, score=selection_score(cv, config["selection"]["metric"]),
-                                     coverage=coverage)
+    evaluation = CandidateEvaluation(spec=spec, cv=cv, score=selection_score(cv, config["selection"]["metric"]))
+    if with_intervals:
+        level = float(icfg["level"])
+        known = cross_validate(spec, data, "configuration",
+                               grouped_folds(configuration_groups(data.frame), int(icfg.get("known_folds", 5))),
+                               target, flagger)
+        rows = np.arange(data.rows)
+        pool = CalibrationPool.concat([(r.residuals(data), rows, r.flags) for r in (*cv.values(), known)])
+        settings = calibration_settings(icfg)
+        for grouping, result in cv.items():
+            evaluation.coverage[grouping], evaluation.fold_coverage[grouping] = normalised_fold_coverage(
+                pool, result.residuals(data), result.flags, result.fold_of_row, level, **settings)
+        evaluation.conformal = NormalisedConformal.calibrate(pool.residuals, pool.flags, level, **settings)
     if with_importance:
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
         columns = list(spec.uses_features.input_columns)
@@ -231,7 +272,10 @@ def log_candidate_run(evaluation: CandidateEvaluation, data: TrainingData, datas
         for fold, metrics in zip(result.folds, result.fold_metrics, strict=True):
             add({f"cv_{grouping}/fold_{name}": value for name, value in metrics.items()}, step=fold.index)
         add({f"cv_{grouping}/{name}": result.pooled[name] for name in METRICS})
-        add({f"cv_{grouping}/interval_coverage": evaluation.coverage[grouping]})
+        if grouping in evaluation.coverage:
+            add({f"cv_{grouping}/interval_coverage": evaluation.coverage[grouping]})
+        for fold, covered in evaluation.fold_coverage.get(grouping, {}).items():
+            add({f"cv_{grouping}/fold_interval_coverage": covered}, step=fold)
         mlflow.log_dict([{"fold": f.index, "held_out": f.held_out, "test_rows": len(f.test), **m}
                          for f, m in zip(result.folds, result.fold_metrics, strict=True)], f"cv_{grouping}_folds.json")
     add({"score": evaluation.score})
@@ -263,7 +307,8 @@ def rescore_champion(tracking: Tracking, best: CandidateEvaluation, data: Traini
         spec = CandidateSpec.from_json(text)
         if spec == best.spec:  # same spec, same data, same splits, same seeds: same score
             return champion, best.score, None
-        return champion, evaluate_candidate(spec, data, folds, target, config, with_importance=False).score, None
+        return champion, evaluate_candidate(spec, data, folds, target, config, with_importance=False,
+                                            with_intervals=False).score, None
     except (ValueError, KeyError, TypeError) as error:
         return champion, None, f"champion v{champion.version} cannot be re-scored: {error}"
 
@@ -290,35 +335,24 @@ def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: f
 
 def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
               config: Mapping[str, Any]) -> TokenEfficiencyModel:
-    """The registered model: the winner fitted on every row, with conformal offsets from its CV residuals."""
+    """The registered model: the winner fitted on every row, with its normalised-conformal intervals."""
     icfg = config["intervals"]
-    intervals = IntervalOffsets.calibrate(best.cv[icfg["seen_gpu_grouping"]].residuals(data),
-                                          best.cv[icfg["unseen_gpu_grouping"]].residuals(data),
-                                          float(icfg["level"]))
+    conformal = best.conformal
+    if conformal is None:
+        best = evaluate_candidate(best.spec, data, {g: cv.folds for g, cv in best.cv.items()}, target, config,
+                                  with_importance=False)
+        conformal = best.conformal
+    assert conformal is not None
     pipeline = best.fitted if best.fitted is not None else build_pipeline(best.spec).fit(data.frame, data.log_mfu)
     seen = tuple(sorted(data.frame["gpu"].dropna().astype(str).unique()))
-    frame = data.frame
-    # in-distribution offsets: new configurations (a model size of a source) of sources the model has seen
-    configuration = (frame["source_group"].fillna("unknown").astype(str) + "|"
-                     + frame["params_b"].round(1).astype(str)).to_numpy()
-    known = cross_validate(best.spec, data, "configuration",
-                           grouped_folds(configuration, int(icfg.get("known_folds", 5))), target)
-    known_low, known_high = conformal_bounds(known.residuals(data), float(icfg["level"]))
-    family_grouping = icfg.get("unseen_precision_grouping")
-    family_low, family_high = (unseen_bounds(best.cv[family_grouping].residuals(data), float(icfg["level"]))
-                               if family_grouping in best.cv else (intervals.unseen_low, intervals.unseen_high))
-    coverage = TrainingCoverage(
-        precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
-        frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
-        max_num_gpus=float(frame["num_gpus"].max()),
-        moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
-        min_moe_rows=int(icfg.get("min_moe_rows", 30)), widen_factor=float(icfg.get("widen_factor", 1.5)),
-        unseen_precision_low=min(family_low, intervals.seen_low),
-        unseen_precision_high=max(family_high, intervals.seen_high),
-        known_low=max(known_low, intervals.seen_low), known_high=min(known_high, intervals.seen_high),
-    )
+    # summary offsets (tags, the training report): a row inside the training data and a row on an unseen GPU
+    inside, unseen_gpu = conformal.half_width(["", "unseen_gpu"])
+    intervals = IntervalOffsets(level=conformal.level, seen_low=-float(inside), seen_high=float(inside),
+                                unseen_low=-float(unseen_gpu), unseen_high=float(unseen_gpu))
+    coverage = TrainingCoverage.of_training(data.frame, int(icfg.get("min_moe_rows", 30)),
+                                            float(icfg.get("widen_factor", 1.5)))
     return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen,
-                                coverage=coverage)
+                                coverage=coverage, conformal=conformal)
 
 
 def pip_requirements() -> list[str]:
@@ -515,7 +549,9 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
                             "learned_parameters.json")
         mlflow.log_metrics({"best_score": best.score, "baseline_score": baseline.score,
                             **{f"interval_coverage/{g}": c for g, c in best.coverage.items()},
-                            **{f"interval/{k}": v for k, v in model.intervals.to_dict().items()}})
+                            **{f"interval/{k}": v for k, v in model.intervals.to_dict().items()},
+                            **{"conformal/" + k.replace("[", ".").replace("]", ""): v
+                               for k, v in (model.conformal.to_dict() if model.conformal else {}).items()}})
         if champion_score is not None:
             mlflow.log_metric("champion_rescored_score", champion_score)
         log.info("version %s -> %s: %s", version, alias, decision.reason)

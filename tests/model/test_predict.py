@@ -46,7 +46,7 @@ def test_champion_predict_keeps_rows_and_adds_contract_columns(in_trained_home, 
 
 
 def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, tmp_path: Path) -> None:
-    _, outcome = in_trained_home
+    del in_trained_home  # GPUCOST_HOME points at the trained store
     out = tmp_path / "predicted.parquet"
     result = predict_file(PREDICT_INPUT, out)
     written = pl.read_parquet(out)
@@ -55,19 +55,20 @@ def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, t
     assert written.select(source.columns).equals(source)  # input rows and columns untouched, in order
 
     by_id = {row["run_id"]: row for row in written.iter_rows(named=True)}
-    intervals = outcome.intervals
+    conformal = load_champion().model.conformal
     for run_id in SEEN + UNSEEN:
         row = by_id[run_id]
         assert row["unscored_reason"] is None and row["model_version"] == "1"
         low, mid, high = row["predicted_low"], row["predicted_tokens_per_sec_per_gpu"], row["predicted_high"]
         assert all(math.isfinite(v) and v > 0 for v in (low, mid, high)) and low < mid < high
-        # relative width high/low = exp(offset_high - offset_low) in log space (no MFU clipping near MFU ~0.4)
-        seen = run_id in SEEN
-        expected = math.exp((intervals.seen_high - intervals.seen_low) if seen
-                            else (intervals.unseen_high - intervals.unseen_low))
-        assert high / low == pytest.approx(expected, rel=1e-9)
         # the fixture names no framework: the pooled framework factor, flagged; H200/B200/MI300X/L4 are unseen
-        assert row["extrapolation"] == ("unseen_framework" if seen else "unseen_gpu,unseen_framework")
+        flags = "unseen_framework" if run_id in SEEN else "unseen_gpu,unseen_framework"
+        assert row["extrapolation"] == flags
+        # relative width high/low = exp(2 x half-width) in log space, the half-width q x exp(b0 + b of each flag)
+        # (no MFU clipping near MFU ~0.4)
+        widening = conformal.widening()
+        half = conformal.quantile * math.exp(conformal.log_scale) * math.prod(widening[f] for f in flags.split(","))
+        assert high / low == pytest.approx(math.exp(2 * half), rel=1e-9)
     widest_seen = max(by_id[r]["predicted_high"] / by_id[r]["predicted_low"] for r in SEEN)
     narrowest_unseen = min(by_id[r]["predicted_high"] / by_id[r]["predicted_low"] for r in UNSEEN)
     assert narrowest_unseen > widest_seen

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tasks.model.evaluation import GroupedCV, select_best
-from tasks.model.serving import TrainingCoverage
+from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
 from tasks.model.structured import StructuredConfig, compute_terms, parse_parallelism, step_time_parts
 
 # One bundled row (published_benchmarks.csv, NeMo AutoModel): Llama-3-8B LoRA-less pretrain on 1 H100-SXM,
@@ -110,32 +110,54 @@ def test_extrapolation_flags() -> None:
     assert math.isinf(TrainingCoverage().max_num_gpus)
 
 
-def test_each_extrapolation_takes_its_calibrated_interval() -> None:
+def test_each_extrapolation_widens_the_interval_by_its_factor() -> None:
     from tasks.model.candidates import CandidateSpec, build_pipeline
     from tasks.model.evaluation import TargetSpec
-    from tasks.model.intervals import IntervalOffsets
-    from tasks.model.serving import TokenEfficiencyModel
+    from tasks.model.intervals import IntervalOffsets, NormalisedConformal
 
     spec = CandidateSpec(name="physics_baseline", kind="constant_mfu")
     train = pd.DataFrame({"precision": ["bf16", "bf16", "fp8"]})
     pipeline = build_pipeline(spec).fit(train, np.log([0.4, 0.4, 0.3]))
     intervals = IntervalOffsets(level=0.8, seen_low=-0.3, seen_high=0.2, unseen_low=-0.5, unseen_high=0.4)
+    # half-width q x exp(b0 + b_flags): q 2, scale 0.05 inside; widenings GPU 2, family 3, framework 1.5,
+    # cluster 1.2, MoE 1.1
+    conformal = NormalisedConformal(level=0.8, log_scale=math.log(0.05),
+                                    log_widening=tuple(math.log(f) for f in (2.0, 3.0, 1.5, 1.2, 1.1)),
+                                    quantile=2.0, calibration_rows=100)
     coverage = TrainingCoverage(precisions=("bf16", "fp8"), frameworks=("torchtitan",), max_num_gpus=512,
-                                moe_rows=100, widen_factor=1.5, unseen_precision_low=-0.6,
-                                unseen_precision_high=0.7, known_low=-0.1, known_high=0.1)
+                                moe_rows=100)
     model = TokenEfficiencyModel(pipeline=pipeline, spec=spec, target=TargetSpec(0.01, 1.0), intervals=intervals,
-                                 seen_gpus=("H100-SXM",), coverage=coverage)
+                                 seen_gpus=("H100-SXM",), coverage=coverage, conformal=conformal)
     base = {"gpu": "H100-SXM", "precision": "bf16", "framework": "torchtitan", "num_gpus": 8, "params_b": 8.0,
             "active_params_b": 8.0, "physics_bound_tokens_per_sec_per_gpu": 10_000.0}
     rows = pd.DataFrame([base, dict(base, framework="PyTorch"), dict(base, gpu="B200"),
-                         dict(base, precision="fp4"), dict(base, num_gpus=1024)])
+                         dict(base, precision="fp4"), dict(base, num_gpus=1024),
+                         dict(base, gpu="B200", framework="PyTorch")])
     out = model.predict(rows)
     log_width = np.log(out["predicted_high"] / out["predicted_low"]).round(9).tolist()
-    # log(high / low): inside the training data the known offsets, 0.1 - (-0.1) = 0.2; unseen framework the
-    # leave-one-source-out ones, 0.2 + 0.3 = 0.5; unseen GPU the leave-one-GPU-out ones, 0.4 + 0.5 = 0.9;
-    # unseen family max(0.1, 0.7) - min(-0.1, -0.6) = 1.3; beyond the largest cluster the known ones x 1.5 = 0.3
-    assert log_width == pytest.approx([0.2, 0.5, 0.9, 1.3, 0.3])
+    # log(high / low) = 2 x half-width = 2 x 2 x 0.05 x factors: inside 0.2; framework 0.3; GPU 0.4; family 0.6;
+    # cluster 0.24; GPU and framework together 0.2 x 2 x 1.5 = 0.6
+    assert log_width == pytest.approx([0.2, 0.3, 0.4, 0.6, 0.24, 0.6])
     assert out["extrapolation"].tolist() == ["", "unseen_framework", "unseen_gpu", "unseen_precision_family",
-                                             "beyond_largest_cluster"]
+                                             "beyond_largest_cluster", "unseen_gpu,unseen_framework"]
     # bf16 rows: exp(median log 0.4) x 10,000 = 4,000 tokens/s per GPU at the centre
     assert out["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(4000.0)
+
+
+def test_residual_correction_applies_only_to_categories_it_was_learned_on(all_training_features) -> None:
+    from tasks.model.candidates import StructuredPlusResidual
+    from tasks.model.design import FeatureSpec
+    from tasks.model.evaluation import prepare_training_data
+
+    data = prepare_training_data(all_training_features)
+    bf16 = (data.frame["precision"] == "bf16").to_numpy()
+    features = FeatureSpec(log_numeric=("params_b", "seq_len"), categorical=("precision_recipe",))
+    model = StructuredPlusResidual(residual_features=features, params={"max_iter": 20}, shrink=0.5).fit(
+        data.frame[bf16], data.log_mfu[bf16])
+    # trained on bf16 runs only (recipe "none"): an fp8 run's recipe (delayed, rowwise, ...) was never seen, so
+    # it gets the structured prediction unchanged; bf16 runs get structured + 0.5 x the correction
+    structured = model.structured_.predict(data.frame)
+    combined = model.predict(data.frame)
+    assert np.array_equal(combined[~bf16], structured[~bf16])
+    assert np.allclose(combined[bf16], structured[bf16] + 0.5 * model.correction_.predict(data.frame[bf16]))
+    assert not np.allclose(combined[bf16], structured[bf16])

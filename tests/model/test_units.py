@@ -11,7 +11,7 @@ import pytest
 from tasks.model.candidates import CandidateSpec, build_pipeline
 from tasks.model.design import FeatureSpec, design_frame, log_mfu, tokens_per_sec
 from tasks.model.evaluation import TargetSpec, grouped_folds, regression_metrics
-from tasks.model.intervals import IntervalOffsets, conformal_bounds, cross_fold_coverage, symmetric_bound
+from tasks.model.intervals import CalibrationPool, NormalisedConformal, normalised_fold_coverage
 
 
 def test_physics_baseline_is_median_mfu_per_precision_with_global_fallback() -> None:
@@ -40,36 +40,46 @@ def test_regression_metrics_by_hand() -> None:
                                      "median_ape": 0.1})
 
 
-def test_conformal_bounds_use_finite_sample_ranks() -> None:
-    residuals = np.arange(1.0, 20.0)  # 1..19, n = 19, level 0.8
-    # upper rank ceil(20 × 0.9) = 18 -> 18.0; lower rank floor(20 × 0.1) = 2 -> 2.0
-    assert conformal_bounds(residuals, 0.8) == (2.0, 18.0)
-    # |r| rank ceil(20 × 0.8) = 16 -> 16.0
-    assert symmetric_bound(residuals, 0.8) == 16.0
+SETTINGS = {"min_flag_rows": 2, "default_widening": 1.5, "residual_floor": 0.01}
 
 
-def test_unseen_gpu_interval_is_never_narrower_than_seen_and_symmetric() -> None:
-    seen = np.arange(-9.0, 10.0) / 100        # -0.09..0.09, n = 19: bounds rank 2 and 18 -> -0.08, 0.08
-    unseen = np.arange(-30.0, -11.0) / 100    # -0.30..-0.12 (a GPU that came out slower than predicted)
-    # unseen signed: rank 2 -> -0.29, rank 18 -> -0.13; |r| rank 16 of 0.12..0.30 -> 0.27
-    # -> low min(-0.29, -0.27, seen -0.08) = -0.29; high max(-0.13, +0.27, seen 0.08) = 0.27
-    offsets = IntervalOffsets.calibrate(seen, unseen, 0.8)
-    assert (offsets.seen_low, offsets.seen_high) == pytest.approx((-0.08, 0.08))
-    assert (offsets.unseen_low, offsets.unseen_high) == pytest.approx((-0.29, 0.27))
+def test_normalised_conformal_uses_the_finite_sample_rank() -> None:
+    # 19 rows inside the training data, |residual| 1..19: the scale is one constant s (the geometric mean), so
+    # the scores are r / s and q = the ceil(20 x 0.8) = 16th smallest = 16 / s: half-width q x s = 16
+    residuals = np.arange(1.0, 20.0) * np.where(np.arange(19) % 2, 1.0, -1.0)   # signs do not matter
+    conformal = NormalisedConformal.calibrate(residuals, [""] * 19, 0.8, **SETTINGS)
+    assert conformal.half_width([""])[0] == pytest.approx(16.0)
+    assert conformal.calibration_rows == 19
 
 
-def test_cross_fold_coverage_calibrates_on_the_other_folds() -> None:
-    # fold 0: residuals 0..9 (n=10), fold 1: residuals 100..109. Calibrated on fold 1 alone, bounds are
-    # ranks floor(11×0.1)=1 and ceil(11×0.9)=10 -> [100, 109]: none of fold 0 inside; and vice versa.
-    residuals = np.concatenate([np.arange(10.0), np.arange(100.0, 110.0)])
-    folds = np.array([0] * 10 + [1] * 10)
-    assert cross_fold_coverage(residuals, folds, 0.8) == 0.0
-    # the same residuals in one interleaved pattern: fold 0 = even ranks, fold 1 = odd ranks of 0..19
-    residuals = np.arange(20.0)
-    folds = np.arange(20) % 2
-    # fold 0 calibrated on 1,3,..,19 -> [1, 19]: 2..18 inside = 9 of 10; fold 1 on 0,2,..,18 -> [0, 18]:
-    # 1..17 inside = 9 of 10 -> 18 / 20
-    assert cross_fold_coverage(residuals, folds, 0.8) == pytest.approx(0.9)
+def test_normalised_conformal_widens_by_flag() -> None:
+    # 4 rows inside the training data with |r| 0.1, 4 unseen-GPU rows with |r| 0.3: least squares on log |r|
+    # gives b0 = log 0.1 and b_gpu = log 3 (the two group means), every score 1, q = 1. unseen_framework is on
+    # 0 rows (< min_flag_rows 2): it takes log 1.5. A row with both flags: 0.1 x 3 x 1.5 = 0.45.
+    residuals = np.array([0.1, -0.1, 0.1, -0.1, 0.3, -0.3, 0.3, -0.3])
+    flags = [""] * 4 + ["unseen_gpu"] * 4
+    conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, **SETTINGS)
+    assert conformal.quantile == pytest.approx(1.0)
+    assert conformal.half_width(["", "unseen_gpu", "unseen_gpu,unseen_framework"]) == pytest.approx(
+        [0.1, 0.3, 0.45])
+    assert conformal.widening()["unseen_gpu"] == pytest.approx(3.0)
+    assert conformal.widening()["unseen_precision_family"] == pytest.approx(1.5)
+    # a flag whose rows are EASIER than the rest never narrows the interval (b >= 0): unseen-GPU |r| 0.05
+    easier = NormalisedConformal.calibrate(np.array([0.1] * 4 + [0.05] * 4), flags, 0.8, **SETTINGS)
+    assert easier.widening()["unseen_gpu"] == pytest.approx(1.0)
+
+
+def test_normalised_coverage_calibrates_each_fold_without_its_rows() -> None:
+    # 20 rows inside the training data, |residual| of row i = i + 1, fold = i mod 2 (one grouping = the pool).
+    # Fold 0 (1, 3, .., 19) against the 10 residuals 2, 4, .., 20: q x s = the ceil(11 x 0.8) = 9th smallest = 18
+    # -> 1..17 inside: 9 of 10. Fold 1 (2, 4, .., 20) against 1, 3, .., 19: 9th smallest 17 -> 2..16: 8 of 10.
+    residuals = np.arange(1.0, 21.0)
+    rows = np.arange(20)
+    flags = [""] * 20
+    pool = CalibrationPool.concat([(residuals, rows, flags)])
+    pooled, per_fold = normalised_fold_coverage(pool, residuals, flags, rows % 2, 0.8, **SETTINGS)
+    assert per_fold == pytest.approx({0: 0.9, 1: 0.8})
+    assert pooled == pytest.approx(17 / 20)
 
 
 def test_grouped_folds_hold_out_whole_groups() -> None:
