@@ -109,7 +109,10 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iter
     try:
         yield
     finally:
-        con.unregister(name)
+        try:
+            con.unregister(name)
+        except duckdb.TransactionException:
+            pass  # the block failed and aborted the transaction: its own error is the one to report
 
 
 @contextmanager

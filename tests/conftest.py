@@ -79,8 +79,6 @@ KNOWN_BROKEN_AFTER_MERGE = {
     "[train-candidate-logged]": "the reference champion is no longer ridge under the new selection rule",
     "tests/reliability/test_crash_restart.py::test_killed_step_leaves_nothing_half_done_and_rerun_matches"
     "[train-version-registered]": "the reference champion is no longer ridge under the new selection rule",
-    "tests/reliability/test_hostile_telemetry.py::test_named_hostile_telemetry":
-        "an expected outcome changed with the new ingest lifecycle / vocabulary; not yet re-derived",
     "tests/reliability/test_signals.py::test_sigterm_during_run_stops_the_run_and_its_prefect_server":
         "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
     "tests/reliability/test_signals.py::test_sigint_during_training_stops_everything_and_registers_no_champion":

@@ -31,6 +31,7 @@ from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 from tasks.telemetry.readers import (
+    RAW_VALUES,
     SOURCE_LINE,
     TelemetryFileError,
     check_required_columns,
@@ -96,10 +97,14 @@ class TelemetryDataset(Dataset):
             if self.records is not None:
                 with registered(con, "read_records", as_arrow(self.records.with_row_index(ROW_KEY))):
                     execute(con, "telemetry/stage_polars_records")
-            elif read_into_duckdb(con, path):
+            elif self._read_with_duckdb(con, path):
                 check_required_columns(con.table("staging.telemetry_records").columns)
             else:  # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
                 records = read_telemetry(path).with_row_index(ROW_KEY)
+                # the record whole is in its raw JSON: only the contract's columns go on (a file of 10^4 extra
+                # columns would need a DuckDB vector per column, over the ingest memory cap)
+                records = records.select(ROW_KEY, SOURCE_LINE, RAW_VALUES,
+                                         *[c for c in records.columns if c in INPUT_KINDS])
                 with registered(con, "read_records", as_arrow(records)):
                     execute(con, "telemetry/stage_polars_records")
                 del records
@@ -118,6 +123,17 @@ class TelemetryDataset(Dataset):
         execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
         return Staged(rows_read=rows, skipped_by_reason=skipped)
+
+    @staticmethod
+    def _read_with_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+        """read_into_duckdb. It raises only when its failure aborted the file's transaction (nothing else can
+        run in it): then the general reader names the file's fault if it finds one (a line of 10^5 fields),
+        else DuckDB's own error (e.g. out of memory) is what the file is quarantined with."""
+        try:
+            return read_into_duckdb(con, path)
+        except duckdb.Error:
+            read_telemetry(path)
+            raise
 
     def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection) -> int:
         """staging.telemetry_records -> staging.normalised_runs (contract values, record hash, source line),

@@ -241,6 +241,11 @@ def read_telemetry(path: Path) -> pl.DataFrame:
 SCALAR_TYPES = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT",
                 "UTINYINT", "DOUBLE", "FLOAT", "BOOLEAN")
 SCAN_BYTES = 1 << 20
+# DuckDB reads a file in vectors of 2,048 values per column (32 KiB of text per column and reading thread),
+# so a file of thousands of columns needs more than the ingest memory cap (config/settings.toml [ingest])
+# before it reads one row, and the failed statement aborts the file's transaction. Files wider than this
+# (the contract has 17 columns) take the row-wise readers, whose memory grows with the rows, not the columns.
+MAX_DUCKDB_COLUMNS = 1_000
 
 
 def _plain_csv(path: Path) -> bool:
@@ -261,7 +266,27 @@ def _plain_csv(path: Path) -> bool:
 def _csv_header_plain(path: Path) -> bool:
     with open(path, encoding="utf-8-sig", newline="") as fh:
         names = fh.readline().rstrip("\r\n").split(",")
-    return bool(names) and all(n == n.strip() and n for n in names) and len(set(names)) == len(names)
+    return (bool(names) and len(names) <= MAX_DUCKDB_COLUMNS and all(n == n.strip() and n for n in names)
+            and len(set(names)) == len(names))
+
+
+def _parquet_narrow(path: Path) -> bool:
+    try:
+        return len(pl.read_parquet_schema(path)) <= MAX_DUCKDB_COLUMNS
+    except Exception:  # noqa: BLE001 - not readable as Parquet: the general reader names the problem
+        return False
+
+
+def transaction_usable(con: duckdb.DuckDBPyConnection) -> bool:
+    """False once a statement failed while executing: DuckDB then refuses everything until a rollback (a
+    statement refused while binding, e.g. a ragged CSV row found by the sniffer, leaves it usable)."""
+    from tasks.warehouse import query
+
+    try:
+        query(con, "common/transaction_alive").fetchall()
+    except duckdb.TransactionException:
+        return False
+    return True
 
 
 def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
@@ -279,10 +304,14 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
                 return False
             execute(con, "telemetry/read_csv_text", {"path": str(path)})
         elif fmt == "parquet":
+            if not _parquet_narrow(path):
+                return False
             execute(con, "telemetry/read_parquet", {"path": str(path)})
         else:
             return False
     except duckdb.Error:
+        if not transaction_usable(con):
+            raise  # e.g. out of memory while executing: the file's transaction is aborted, nothing can follow
         return False  # the general reader names the problem (line, field count, encoding, ...)
     table = con.table("staging.telemetry_file")
     types = dict(zip(table.columns, (str(t) for t in table.types), strict=True))
