@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks.preflight import (
+    EXIT_BUSY,
     EXIT_CONFIG,
     EXIT_DISK_FULL,
     Preflight,
@@ -110,15 +111,18 @@ def check_workloads() -> None:
 
 @contextmanager
 def guarded(fail: object) -> Iterator[None]:
-    """Inside a command: a failed pre-flight, a bad workloads file, no offers or a full disk give one line and
-    their exit code (README "Exit codes")."""
+    """Inside a command: a failed pre-flight, a busy warehouse, a bad workloads file, no offers or a full disk
+    give one line and their exit code (README "Exit codes")."""
     from tasks.ranking.rank import NoOffersError
     from tasks.ranking.workloads import WorkloadConfigError
+    from tasks.warehouse import WarehouseBusyError
 
     try:
         yield
     except PreflightError as error:
         fail(error.problem.message, error.problem.exit_code)  # type: ignore[operator]
+    except WarehouseBusyError as error:  # e.g. found by the pre-flight check, which opens the warehouse
+        fail(str(error), EXIT_BUSY)  # type: ignore[operator]
     except WorkloadConfigError as error:
         fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
     except NoOffersError as error:

@@ -26,6 +26,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 # Exit codes (README "Exit codes"): one place.
 EXIT_CONFIG = 2
+EXIT_BUSY = 4                  # another process holds the warehouse
 EXIT_DAMAGED = 5
 EXIT_DISK_FULL = 6
 

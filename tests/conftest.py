@@ -73,12 +73,6 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
 KNOWN_BROKEN_AFTER_MERGE = {
     "tests/cli/test_new_user.py::test_make_run_prints_progress_no_warning_and_fits_100_columns":
         "ingest progress lines of `gpucost run` are missing since the supervisor (issue 14) runs the work",
-    "tests/cli/test_new_user.py::test_a_busy_warehouse_is_one_line_without_a_traceback":
-        "`gpucost train` with a busy warehouse exits 1 with a rich box since the supervisor/pre-flight merge",
-    "tests/reliability/test_crash_restart.py::test_killed_step_leaves_nothing_half_done_and_rerun_matches"
-    "[train-candidate-logged]": "the reference champion is no longer ridge under the new selection rule",
-    "tests/reliability/test_crash_restart.py::test_killed_step_leaves_nothing_half_done_and_rerun_matches"
-    "[train-version-registered]": "the reference champion is no longer ridge under the new selection rule",
     "tests/reliability/test_signals.py::test_sigterm_during_run_stops_the_run_and_its_prefect_server":
         "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
     "tests/reliability/test_signals.py::test_sigint_during_training_stops_everything_and_registers_no_champion":
