@@ -83,6 +83,7 @@ class States:
     warehouse: dict[str, dict] = field(default_factory=dict)   # state -> warehouse checksums
     published: dict[str, dict] = field(default_factory=dict)   # state -> published checksums
     champion_predictions: dict[str, pl.DataFrame] = field(default_factory=dict)
+    trainings: dict[str, TrainingResult] = field(default_factory=dict)       # state -> what its training left
 
     def restore(self, name: str) -> Path:
         close_mlflow_connections()
@@ -94,6 +95,50 @@ class States:
         shutil.copytree(self.work, self.snapshots / name)
         self.warehouse[name] = warehouse_checksums(self.work / "warehouse.duckdb")
         self.published[name] = published_checksums(self.work / "published.duckdb")
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """What the trainings of a state left in the MLflow registry."""
+
+    champion: str                            # the version holding `champion`
+    newest: str                              # the version the last training registered
+    newest_alias: str | None                 # what that training decided for it (champion / challenger)
+    interrupted: tuple[str, ...]             # versions tagged as left by an interrupted training
+    unaliased_untagged: tuple[str, ...]      # versions with neither an alias nor a note (half-done, unexplained)
+    running_runs: int                        # MLflow runs still RUNNING (a killed training's, not cleaned up)
+    newest_predictions: pl.DataFrame         # how the newest version predicts the training rows
+
+
+def version_predictions(version: str, features: pl.DataFrame) -> pl.DataFrame:
+    import mlflow.pyfunc
+
+    from tasks.model.predict import Champion
+    from tasks.model.tracking import REGISTERED_MODEL
+
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}/{version}")
+    model = Champion(version=version, pyfunc=pyfunc, model=pyfunc.unwrap_python_model().model)
+    return model.predict(features).select("run_id", "predicted_tokens_per_sec_per_gpu", "predicted_low",
+                                          "predicted_high")
+
+
+def training_result(features: pl.DataFrame) -> TrainingResult:
+    from tasks.model.tracking import CHAMPION, REGISTERED_MODEL, TAG_DECISION, TAG_STATUS_NOTE, connect_tracking
+
+    tracking = connect_tracking(create_experiment=False)
+    client = tracking.client
+    # version numbers as text (MLflow gives int or str depending on the call)
+    versions = {str(v.version): v.tags or {} for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")}
+    aliases = {alias: str(v) for alias, v in client.get_registered_model(REGISTERED_MODEL).aliases.items()}
+    newest = max(versions, key=int)
+    running = client.search_runs([tracking.experiment_id], filter_string="attributes.status = 'RUNNING'")
+    return TrainingResult(
+        champion=aliases[CHAMPION], newest=newest,
+        newest_alias=next((a for a, v in aliases.items() if v == newest), None),
+        interrupted=tuple(sorted((v for v, tags in versions.items() if TAG_STATUS_NOTE in tags), key=int)),
+        unaliased_untagged=tuple(sorted((v for v, tags in versions.items() if v not in aliases.values()
+                                         and not {TAG_DECISION, TAG_STATUS_NOTE} & set(tags)), key=int)),
+        running_runs=len(running), newest_predictions=version_predictions(newest, features))
 
 
 def champion_predictions(features: pl.DataFrame) -> pl.DataFrame:
@@ -137,6 +182,7 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
             s.snapshot(f"after-{step}")
             if step == "train":
                 s.champion_predictions["after-train"] = champion_predictions(training_features())
+                s.trainings["after-train"] = training_result(training_features())
         yield s
 
 

@@ -11,13 +11,14 @@ the reference state built by running the step once without interruption.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from tasks.warehouse import warehouse
 from tests.reliability import driver
-from tests.reliability.conftest import States, champion_predictions, training_features
+from tests.reliability.conftest import States, champion_predictions, training_features, training_result
 from tests.reliability.helpers import (
     PYTHON,
     kill_at_marker,
@@ -38,8 +39,8 @@ def kill_step_at(states: States, step: str, checkpoint: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("step", "checkpoint"), CASES, ids=[c for _, c in CASES])
-def test_killed_step_leaves_nothing_half_done_and_rerun_matches(work_home: States, step: str, checkpoint: str,
-                                                                tmp_path: Path) -> None:
+def test_killed_step_leaves_nothing_half_done_and_rerun_matches(
+        work_home: States, step: str, checkpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tasks.model.predict import load_champion
 
     states = work_home
@@ -59,14 +60,28 @@ def test_killed_step_leaves_nothing_half_done_and_rerun_matches(work_home: State
         interrupted = warehouse_checksums(home / "warehouse.duckdb")
         assert interrupted != states.warehouse[f"after-{step}"]
 
+    if step == "train":  # the rerun stands for a later process: what the killed child left is older than it
+        import tasks.model.training as training
+
+        monkeypatch.setattr(training, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
     driver.run_step(step, states.telemetry_file)
 
     assert warehouse_checksums(home / "warehouse.duckdb") == states.warehouse[f"after-{step}"]
     assert published_checksums(home / "published.duckdb") == states.published[f"after-{step}"]
     if step == "train":
-        # the rerun promotes a model that predicts exactly what the uninterrupted training's champion does
-        # (its version number may be higher: a killed training can leave a registered version without alias)
-        rerun = champion_predictions(training_features())
-        assert rerun.equals(states.champion_predictions["after-train"])
-        assert not rerun.equals(states.champion_predictions["base"])
+        # The rerun decides what the uninterrupted training decided, with a model that predicts exactly the same.
+        # On this state that is: version 1 (constant-MFU baseline, trained on these same rows) stays champion;
+        # ridge is worse than the baseline on at least one CV grouping, so not eligible (selection rule); the
+        # baseline refitted on the same rows scores the same as the champion, below the promotion margin, so the
+        # new version becomes the challenger.
+        reference, rerun = states.trainings["after-train"], training_result(training_features())
+        assert (reference.champion, reference.newest, reference.newest_alias) == ("1", "2", "challenger")
+        assert (rerun.champion, rerun.newest_alias) == ("1", "challenger")
+        assert rerun.newest_predictions.equals(reference.newest_predictions)
+        assert champion_predictions(training_features()).equals(states.champion_predictions["after-train"])
+        # what the killed training left is explained, not half done: its runs are FAILED (none RUNNING), the
+        # version it may have registered is tagged and never aliased; the rerun's version comes after it
+        assert (rerun.running_runs, rerun.unaliased_untagged) == (0, ())
+        left = ("2",) if checkpoint == "train-version-registered" else ()
+        assert rerun.interrupted == left and rerun.newest == str(2 + len(left))
     assert not list(home.glob(".published.duckdb.*"))
