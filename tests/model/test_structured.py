@@ -161,3 +161,19 @@ def test_residual_correction_applies_only_to_categories_it_was_learned_on(all_tr
     assert np.array_equal(combined[~bf16], structured[~bf16])
     assert np.allclose(combined[bf16], structured[bf16] + 0.5 * model.correction_.predict(data.frame[bf16]))
     assert not np.allclose(combined[bf16], structured[bf16])
+
+
+def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
+    from tasks.model.training import configuration_groups, extrapolation_flagger
+
+    row = {"gpu": "H100-SXM", "precision": "bf16", "framework": "torchtitan", "num_gpus": 64, "params_b": 8.0,
+           "active_params_b": 8.0, "source_group": "pytorch/torchtitan"}
+    train = pd.DataFrame([row, dict(row, num_gpus=8)])
+    test = pd.DataFrame([dict(row, gpu="A100-80GB", num_gpus=8),
+                         dict(row, precision="fp8", framework="NeMo", num_gpus=128),
+                         dict(row, params_b=109.0, active_params_b=17.0)])
+    # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30)
+    assert extrapolation_flagger({"min_moe_rows": 30})(train, test) == [
+        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data"]
+    # a configuration = source x model size (rounded to 0.1 B)
+    assert configuration_groups(test).tolist() == ["pytorch/torchtitan|8.0"] * 2 + ["pytorch/torchtitan|109.0"]
