@@ -9,10 +9,11 @@ import polars as pl
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 
+from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options
 from tasks import progress
 from tasks.ingest.registry import FileOutcome
-from tasks.prices.ingest import PriceSource, ingest_price_file, quarantine_unreadable
+from tasks.prices.ingest import PriceDataset, PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_price_sources
 from tasks.summary import outcome_line, outcomes_markdown
@@ -29,17 +30,24 @@ def ingest_price_file_task(
 @flow(name="ingest_prices", log_prints=True)
 def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]:
     sources = sources if sources is not None else configured_price_sources()
+    runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
-        outcomes = []
-        for number, source in enumerate(sources, start=1):
-            try:
-                outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at))
-            except OSError as error:  # still failing after the task's retries: tonight without this file
-                outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
-            progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))
+        if runner.parallel:  # read/stage/validate on the runner's workers, this flow the one writer
+            outcomes = ingest_in_parallel(
+                con, PriceDataset(aliases), sources, ingested_at, runner,
+                lambda source, error: quarantine_unreadable(con, source, error, ingested_at), "ingest prices",
+            )
+        else:
+            outcomes = []
+            for number, source in enumerate(sources, start=1):
+                try:
+                    outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at))
+                except OSError as error:  # still failing after the task's retries: tonight without this file
+                    outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
+                progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))
     report = outcomes_markdown("Price ingest", outcomes)
     create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
     print(report)

@@ -12,15 +12,17 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options
 from tasks import progress
 from tasks.features import refresh_feature_table
+from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcome_line, outcomes_markdown
-from tasks.telemetry.ingest import DATASET, ingest_telemetry_file, quarantine_unreadable
+from tasks.telemetry.ingest import DATASET, TelemetryDataset, ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
 from tasks.telemetry.normalise import load_vocabulary
@@ -70,18 +72,26 @@ def ingest_telemetry(
         paths, sources = [Path(p) for p in paths or []], list(mlflow or [])
     else:
         paths, sources = configured_telemetry_paths(), configured_mlflow_sources()
+    runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
         vocabulary = load_vocabulary()
-        outcomes = []
-        for number, path in enumerate(paths, start=1):
-            try:
-                outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
-            except OSError as error:  # still failing after the task's retries: tonight without this file
-                outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
-            progress.step("ingest telemetry: file %d of %d: %s", number, len(paths), outcome_line(outcomes[-1]))
+        if runner.parallel and paths:  # read/stage/validate on the runner's workers, this flow the one writer
+            outcomes = ingest_in_parallel(
+                con, TelemetryDataset(aliases, vocabulary), [FileSource(p) for p in paths], ingested_at, runner,
+                lambda source, error: quarantine_unreadable(con, source.path, error, ingested_at), "ingest telemetry",
+            )
+        else:
+            outcomes = []
+            for number, path in enumerate(paths, start=1):
+                try:
+                    outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
+                except OSError as error:  # still failing after the task's retries: tonight without this file
+                    outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
+                progress.step("ingest telemetry: file %d of %d: %s", number, len(paths),
+                              outcome_line(outcomes[-1]))
         for source in sources:
             try:
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))

@@ -38,9 +38,9 @@ def resolve_gpu(frame: pl.DataFrame, name_column: str, aliases: pl.DataFrame, ou
     return frame.join(lookup, on=name_column, how="left", maintain_order="left")
 
 
-def load_reference_tables(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """(Re)load core.gpu_specs and core.gpu_aliases from the configured files."""
-    files = reference_paths()
+def load_reference_tables(con: duckdb.DuckDBPyConnection, files: dict[str, Path] | None = None) -> dict[str, int]:
+    """(Re)load core.gpu_specs and core.gpu_aliases from the configured files (or `files`)."""
+    files = files or reference_paths()
     read_aliases(files["gpu_aliases"])  # fails early, naming the file, on a duplicated alias
     execute(con, "common/load_gpu_specs", {"path": str(files["gpu_specs"])})
     execute(con, "common/load_gpu_aliases", {"path": str(files["gpu_aliases"])})

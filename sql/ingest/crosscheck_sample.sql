@@ -1,7 +1,8 @@
--- The rows Great Expectations re-validates: failing rows (up to $rows) and the file's first $rows rows.
+-- The rows Great Expectations re-validates: failing rows of the part just checked (up to $rows) and the
+-- file's first $rows rows.
 create or replace table staging.crosscheck_ids as
 with failing as (
-    select _row_id from staging.suite_failures order by _row_id limit $rows
+    select distinct _row_id from staging.part_check_rows order by _row_id limit $rows
 ),
 
 first_rows as (

@@ -2,6 +2,8 @@
 drop table if exists staging.file_records;
 drop table if exists staging.file_rows;
 drop table if exists staging.suite_failures;
+drop table if exists staging.suite_check_rows;
+drop table if exists staging.part_check_rows;
 drop table if exists staging.file_failures;
 drop view if exists file_records;
 drop view if exists skypilot_catalog;

@@ -1,8 +1,8 @@
 -- One row per staged row that failed the suite: its failed checks joined in suite order.
--- `suite_check_rows` is the view tasks/ingest/validation.py builds from the suite (one row per failed check).
+-- `staging.suite_check_rows` holds one row per failed check (tasks/ingest/validation.py, every part checked).
 create or replace table staging.suite_failures as
 with checks as (
-    select * from suite_check_rows
+    select * from staging.suite_check_rows
 ),
 
 final as (

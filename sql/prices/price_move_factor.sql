@@ -1,8 +1,9 @@
 -- For each staged price row: the previous observation of the same offer and how far the price moved.
 -- Previous = the newest stored observation at or before the row's time (ASOF join); where the offer
 -- has none yet, the previous row of the same offer in the same file (dated history files).
--- `staging.normalised_prices` is made by tasks.prices.ingest (sql/prices/normalise.sql); only the key columns
--- pass through the joins and the sort (the result is joined back by row key: sql/prices/stage_rows.sql).
+-- `staging.file_rows` holds the file's normalised rows (sql/prices/normalise.sql); this runs on the writer's
+-- connection, against the observations stored so far (a file staged elsewhere is compared when it is applied).
+-- Only the key columns pass through the joins and the sort (joined back by row key: sql/prices/stage_rows.sql).
 -- A commitment's offer key also holds its purchase option and offering class (one instance and term has up to
 -- six AWS offers: No / Partial / All Upfront x standard / convertible).
 with staged as (
@@ -10,7 +11,7 @@ with staged as (
         _row_id, provider, region, zone, instance_type, pricing,
         coalesce(purchase_option, '') as option_key, coalesce(offering_class, '') as class_key,
         observed_at, source_line, usd_per_hour
-    from staging.normalised_prices
+    from staging.file_rows
 ),
 
 stored as (

@@ -1,8 +1,9 @@
--- The staged price rows the suite validates: the normalised rows with the previous observation of each
--- offer and the price move factor (sql/prices/price_move_factor.sql, made into staging.price_moves).
-create or replace table staging.file_rows as
+-- The staged price rows the suite validates: the normalised rows (staging.file_rows) with the previous
+-- observation of each offer and the price move factor (sql/prices/price_move_factor.sql, made into
+-- staging.price_moves).
+create or replace table staging.priced_rows as
 with normalised as (
-    select * from staging.normalised_prices
+    select * from staging.file_rows
 ),
 
 moves as (
@@ -20,5 +21,6 @@ final as (
 
 select * from final order by _row_id;
 
-drop table staging.normalised_prices;
+drop table staging.file_rows;
 drop table staging.price_moves;
+alter table staging.priced_rows rename to file_rows;

@@ -1,6 +1,14 @@
 """One file lifecycle for every dataset: hash -> already ingested? -> read -> stage -> validate ->
 split good / quarantined -> store -> register, all inside ONE transaction (a file lands whole or not at all).
 
+Two placements of the same steps: `ingest_file` runs them all on the writer's connection (the default);
+for parallel ingest, `stage_file` reads, stages and validates one file with no warehouse connection (its own
+in-memory DuckDB, so a Dask worker on another process or host can run it) and leaves Parquet files in a work
+folder, and `apply_staged` - the one writer - loads them in the file's transaction and does the rest: the
+part that depends on the warehouse's current rows (`Dataset.stage_against_warehouse`, the expectations on
+`Dataset.history_columns`), the registry check, store, quarantine and registration. The writer applies
+files in the order given, so the warehouse ends up as after the sequential run.
+
 A dataset (prices, telemetry, ...) supplies only what differs, as a `Dataset`: how its file is read into
 `staging.file_records`, how the records become `staging.file_rows` (the rows the suite validates: a row key
 `_row_id`, `source_line`, `raw_values` and the suite's columns), which suite and thresholds validate them,
@@ -16,6 +24,8 @@ failure to read or stage quarantines the file whole and registers it (the same b
 
 from __future__ import annotations
 
+import shutil
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,8 +36,12 @@ import duckdb
 
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import FileOutcome, already_ingested, content_sha256, is_transient, record_file
-from tasks.ingest.validation import validate_staged
-from tasks.warehouse import execute, ingest_limits, query, transaction
+from tasks.ingest.validation import check_staged, collect_suite_failures
+from tasks.reference import load_reference_tables
+from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
+
+# The staged tables a worker hands to the writer, one Parquet file each.
+HANDED_OVER = ("file_records", "file_rows", "suite_check_rows")
 
 
 class FileError(ValueError):
@@ -72,11 +86,14 @@ class Dataset(ABC):
     reference tables, and prices read core.price_observations for the price move against history);
     `store` is the only part that writes raw/core tables. To read and stage files in parallel, run
     `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
-    staging tables over as Parquet, and let the one writer run `combine_failures`, `store` and the
-    registration in the file's transaction; the price move against history is then the writer's part."""
+    staging tables over as Parquet, and let the one writer run `stage_against_warehouse`, `combine_failures`,
+    `store` and the registration in the file's transaction (`stage_file` / `apply_staged`)."""
 
     name: str    # raw.ingested_files.dataset / quarantine dataset
     suite: str   # expectations/<suite>.json
+    # staged columns computed from the warehouse's current rows by `stage_against_warehouse` (the writer's
+    # part); the suite's expectations on them are checked there, every other one where the file is staged
+    history_columns: frozenset[str] = frozenset()
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:  # noqa: B027 - optional hook
         """Fill the outcome's descriptive fields (provider, format) before anything is read."""
@@ -91,6 +108,17 @@ class Dataset(ABC):
         raw_values) and `staging.file_rows` (_row_id, the record's row key; source_line, rejected_reason, the
         suite's columns and what `store` needs; the wide raw record stays in file_records, joined only where
         it is stored). Raise FileError for a file that cannot be ingested."""
+
+    def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:  # noqa: B027
+        """Add `history_columns` to `staging.file_rows` from the warehouse's current rows (e.g. the price move
+        against stored observations). Runs on the writer's connection, in the file's transaction."""
+
+    def is_file_column(self, column: str) -> bool:
+        """True for a column the file alone decides (checked where the file is staged)."""
+        return column not in self.history_columns
+
+    def is_history_column(self, column: str) -> bool:
+        return column in self.history_columns
 
     @abstractmethod
     def file_error(self, file: FileContext, error: BaseException) -> str:
@@ -124,8 +152,7 @@ def ingest_file(
     except OSError as error:
         if is_transient(error):
             raise  # retried by the flow's task; still failing: quarantine_unreadable
-        problem = "file not found" if isinstance(error, FileNotFoundError) else describe_error(error)
-        return _quarantine_whole_file(con, dataset, outcome, f"{path.name}: {problem} ({path})", ingested_at, None)
+        return _quarantine_whole_file(con, dataset, outcome, _unreadable(path, error), ingested_at, None)
     outcome.content_sha256 = sha
     if already_ingested(con, dataset.name, sha):
         outcome.status = "already_ingested"
@@ -138,8 +165,8 @@ def ingest_unit(
     con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int
 ) -> FileOutcome:
     """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
-    `content_sha256` and `source_file` name it) in one transaction. The caller has checked the registry."""
-    sha, ingested_at = file.sha256, file.ingested_at
+    `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
+    has checked the registry."""
     with ingest_limits(con):
         con.execute("begin transaction")
         try:
@@ -148,22 +175,141 @@ def ingest_unit(
             except Exception as error:  # noqa: BLE001 - any read failure quarantines the file, the night goes on
                 if is_transient(error):
                     raise  # an I/O error is not the file's content: retried, never registered as quarantined
-                message = str(error) if isinstance(error, FileError) else dataset.file_error(file, error)
                 con.execute("rollback")
-                return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, size_bytes)
-            validate_staged(con, dataset.suite, dataset.validation_parameters())
-            dataset.combine_failures(con)
-            _count(con, outcome, staged)
-            outcome.notes += dataset.rejection_notes(con)
-            outcome.notes += dataset.store(con, file)
-            quarantine_staged_rows(con, dataset.name, file.source_file, sha, ingested_at)
-            execute(con, "ingest/drop_staging")
-            record_file(con, outcome, size_bytes, ingested_at)
+                return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
+                                              file.ingested_at, size_bytes)
+            dataset.stage_against_warehouse(con, file)
+            check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
+            _finish(con, dataset, file, outcome, staged, size_bytes)
         except BaseException:
             _rollback(con)
             raise
         con.execute("commit")
     return outcome
+
+
+def _unreadable(path: Path, error: OSError) -> str:
+    problem = "file not found" if isinstance(error, FileNotFoundError) else describe_error(error)
+    return f"{path.name}: {problem} ({path})"
+
+
+def _read_error(dataset: Dataset, file: FileContext, error: BaseException) -> str:
+    return str(error) if isinstance(error, FileError) else dataset.file_error(file, error)
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, staged: Staged,
+    size_bytes: int,
+) -> None:
+    """The staged file, checked, stored: failures combined, counted, accepted rows stored, rejected rows
+    quarantined, staging dropped, the file registered (inside the caller's transaction)."""
+    collect_suite_failures(con)
+    dataset.combine_failures(con)
+    _count(con, outcome, staged)
+    outcome.notes += dataset.rejection_notes(con)
+    outcome.notes += dataset.store(con, file)
+    quarantine_staged_rows(con, dataset.name, file.source_file, file.sha256, file.ingested_at)
+    execute(con, "ingest/drop_staging")
+    record_file(con, outcome, size_bytes, file.ingested_at)
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """One file to stage away from the warehouse, with everything the worker needs (picklable: no
+    connection, no configuration read on the worker)."""
+
+    dataset: Dataset
+    source: FileSource
+    ingested_at: datetime
+    workdir: Path                    # the staged artefact goes to a new folder under it
+    known: frozenset[str]            # content hashes registered before the batch: not staged again
+    parameters: dict[str, Any]       # the suite's $PARAMETER values
+    memory_limit: str                # DuckDB's cap on the worker (config/settings.toml [ingest])
+    reference: dict[str, Path]       # gpu_specs / gpu_aliases files (core.gpu_specs for the staging SQL)
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """What a worker hands to the writer for one file: its identity, and either the staged tables (Parquet
+    files in `directory`) with what reading found, or the whole-file quarantine message."""
+
+    source: FileSource
+    sha256: str | None = None        # None: the file could not be read at all (not registered)
+    size_bytes: int | None = None
+    staged: Staged | None = None
+    error: str | None = None         # the file is quarantined whole with this message
+    directory: Path | None = None    # HANDED_OVER tables as <name>.parquet
+
+
+def stage_file(job: StageJob) -> StagedFile:
+    """Read, stage and validate one file with no warehouse connection: the steps `ingest_unit` runs before
+    `stage_against_warehouse`, on a private in-memory DuckDB, leaving the staged tables as Parquet.
+    Raises OSError only for a transient I/O error (the task retries it)."""
+    path = Path(job.source.path)
+    try:
+        sha, size_bytes = content_sha256(path), path.stat().st_size
+    except OSError as error:
+        if is_transient(error):
+            raise
+        return StagedFile(job.source, error=_unreadable(path, error))
+    if sha in job.known:
+        return StagedFile(job.source, sha, size_bytes)  # the writer reports it already ingested
+    dataset, file = job.dataset, FileContext(job.source, sha, job.ingested_at)
+    directory = job.workdir / f"{sha[:16]}-{uuid.uuid4().hex[:8]}"
+    directory.mkdir(parents=True)
+    try:
+        with duckdb.connect() as con:
+            migrate(con)  # the staging schema, the SQL macros and core.gpu_specs' shape
+            load_reference_tables(con, job.reference)
+            with ingest_limits(con, memory_limit=job.memory_limit, spill=directory / "spill"):
+                try:
+                    staged = dataset.read_and_stage(con, file)
+                except Exception as error:  # noqa: BLE001 - the file is quarantined whole by the writer
+                    if is_transient(error):
+                        raise
+                    shutil.rmtree(directory, ignore_errors=True)
+                    return StagedFile(job.source, sha, size_bytes, error=_read_error(dataset, file, error))
+                check_staged(con, dataset.suite, job.parameters, dataset.is_file_column)
+                execute(con, "ingest/create_check_rows")
+                for name in HANDED_OVER:
+                    con.table(f"staging.{name}").write_parquet(str(directory / f"{name}.parquet"))
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    shutil.rmtree(directory / "spill", ignore_errors=True)
+    return StagedFile(job.source, sha, size_bytes, staged=staged, directory=directory)
+
+
+def apply_staged(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, staged_file: StagedFile, ingested_at: datetime
+) -> FileOutcome:
+    """The writer's part for a file `stage_file` staged: registry check, then in ONE transaction load the
+    staged tables, add and check the warehouse-dependent columns, store, quarantine, register. The same
+    outcome and rows as `ingest_file` on the same file at the same point of the sequence."""
+    source = staged_file.source
+    outcome = FileOutcome(dataset.name, str(Path(source.path)), "", "loaded")
+    dataset.describe(source, outcome)
+    try:
+        if staged_file.sha256 is None:  # unreadable (e.g. not found): quarantined, not registered
+            return _quarantine_whole_file(con, dataset, outcome, str(staged_file.error), ingested_at, None)
+        outcome.content_sha256 = staged_file.sha256
+        if already_ingested(con, dataset.name, staged_file.sha256):
+            outcome.status = "already_ingested"
+            return outcome
+        if staged_file.error is not None or staged_file.staged is None or staged_file.directory is None:
+            message = staged_file.error or f"{Path(source.path).name}: staged by a worker that skipped it"
+            return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)
+        file = FileContext(source, staged_file.sha256, ingested_at)
+        with ingest_limits(con), transaction(con):
+            for name in HANDED_OVER:
+                con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create(f"staging.{name}")
+            dataset.stage_against_warehouse(con, file)
+            check_staged(con, dataset.suite, dataset.validation_parameters(), dataset.is_history_column)
+            _finish(con, dataset, file, outcome, staged_file.staged, int(staged_file.size_bytes or 0))
+        return outcome
+    finally:
+        if staged_file.directory is not None:
+            shutil.rmtree(staged_file.directory, ignore_errors=True)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -217,3 +363,21 @@ def quarantine_unreadable(
     message = f"{path.name}: I/O error after retries: {describe_error(error)} ({path})"
     return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, None)
 
+
+
+def stage_jobs(
+    con: duckdb.DuckDBPyConnection,
+    dataset: Dataset,
+    sources: list[FileSource],
+    ingested_at: datetime,
+    workdir: Path,
+    reference: dict[str, Path],
+    memory_limit: str,
+) -> list[StageJob]:
+    """One StageJob per file, with the hashes already registered (a re-run stages nothing it would skip)."""
+    known = frozenset(sha for (sha,) in execute(con, "ingest/registered_hashes", {"dataset": dataset.name}).fetchall())
+    parameters = dataset.validation_parameters()
+    return [
+        StageJob(dataset, source, ingested_at, workdir, known, parameters, memory_limit, reference)
+        for source in sources
+    ]

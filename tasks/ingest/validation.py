@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -64,9 +65,10 @@ def find_failures(
     suite_name: str,
     key: str = ROW_KEY,
     parameters: dict[str, Any] | None = None,
+    columns: Callable[[str], bool] | None = None,
 ) -> pl.DataFrame:
-    """Validate `frame` with the named suite. Returns one row per failing record:
-    `key` and `failed_check` (all failed checks of that record, joined by '; ').
+    """Validate `frame` with the named suite (its expectations on `columns`; all when None). Returns one row
+    per failing record: `key` and `failed_check` (all failed checks of that record, joined by '; ').
 
     `parameters` fills the suite's `{"$PARAMETER": name}` placeholders (thresholds from config)."""
     import great_expectations as gx
@@ -75,12 +77,13 @@ def find_failures(
     if frame.height == 0:
         return empty
     definition = load_suite_definition(suite_name)
-    suite = gx.ExpectationSuite(
-        name=definition["name"], expectations=[dict(e) for e in definition["expectations"]]
-    )
-    columns = sorted({e["kwargs"]["column"] for e in definition["expectations"] if "column" in e["kwargs"]})
+    expectations = suite_expectations(suite_name, columns)
+    if not expectations:
+        return empty
+    suite = gx.ExpectationSuite(name=definition["name"], expectations=[dict(e) for e in expectations])
+    checked = suite_columns(suite_name, columns)
     batch = _batch_definition().get_batch(
-        batch_parameters={"dataframe": frame.select([key, *columns]).to_pandas()}
+        batch_parameters={"dataframe": frame.select([key, *checked]).to_pandas()}
     )
     result = batch.validate(
         suite,
@@ -129,16 +132,22 @@ def _parameter(value: Any, parameters: dict[str, Any]) -> Any:
 
 
 def suite_checks(
-    suite_name: str, types: dict[str, str], parameters: dict[str, Any] | None = None
-) -> list[tuple[str, duckdb.Expression]]:
-    """(quarantine reason, condition true on a failing row) per expectation, in the suite's order.
+    suite_name: str,
+    types: dict[str, str],
+    parameters: dict[str, Any] | None = None,
+    columns: Callable[[str], bool] | None = None,
+) -> list[tuple[int, str, duckdb.Expression]]:
+    """(place in the suite, quarantine reason, condition true on a failing row) per expectation on `columns`
+    (every expectation when None), in the suite's order.
 
     `types` are the staged columns' DuckDB types. GX (pandas) semantics: null and NaN are missing values;
     `not_be_null` fails them, `be_null` accepts them, `between` and `in_set` skip them."""
     parameters = parameters or {}
-    checks: list[tuple[str, duckdb.Expression]] = []
-    for expectation in load_suite_definition(suite_name)["expectations"]:
+    checks: list[tuple[int, str, duckdb.Expression]] = []
+    for order, expectation in enumerate(load_suite_definition(suite_name)["expectations"]):
         kind, kwargs = expectation["type"], expectation["kwargs"]
+        if columns is not None and not columns(kwargs.get("column", "")):
+            continue
         if kind not in SUPPORTED:
             raise SuiteError(f"suite {suite_name}: {kind} has no SQL evaluation (supported: {', '.join(SUPPORTED)})")
         column = kwargs["column"]
@@ -165,54 +174,90 @@ def suite_checks(
                 bound = duckdb.ConstantExpression(float(high))
                 outside = outside | ((value >= bound) if kwargs.get("strict_max") else (value > bound))
             failing = ~missing & outside
-        checks.append((describe_check(kind, kwargs, expectation.get("meta") or {}), failing))
+        checks.append((order, describe_check(kind, kwargs, expectation.get("meta") or {}), failing))
     return checks
 
 
-def suite_columns(suite_name: str) -> list[str]:
-    definition = load_suite_definition(suite_name)
-    return sorted({e["kwargs"]["column"] for e in definition["expectations"] if "column" in e["kwargs"]})
+def suite_expectations(suite_name: str, columns: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    """The suite's expectations on `columns` (all when None), in the suite's order."""
+    expectations = load_suite_definition(suite_name)["expectations"]
+    return [e for e in expectations if columns is None or columns(e["kwargs"].get("column", ""))]
+
+
+def suite_columns(suite_name: str, columns: Callable[[str], bool] | None = None) -> list[str]:
+    return sorted({e["kwargs"]["column"] for e in suite_expectations(suite_name, columns) if "column" in e["kwargs"]})
 
 
 def validate_staged(
     con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
 ) -> None:
-    """Evaluate the suite over `staging.file_rows` into `staging.suite_failures` (_row_id, failed_check: the
-    failed checks of the row joined by '; ' in suite order), then cross-check a sample with GX itself."""
+    """Evaluate the whole suite over `staging.file_rows` into `staging.suite_failures` (_row_id, failed_check:
+    the failed checks of the row joined by '; ' in suite order), cross-checked with GX."""
+    check_staged(con, suite_name, parameters)
+    collect_suite_failures(con)
+
+
+def check_staged(
+    con: duckdb.DuckDBPyConnection,
+    suite_name: str,
+    parameters: dict[str, Any] | None = None,
+    columns: Callable[[str], bool] | None = None,
+) -> None:
+    """Add the failing rows of the suite's expectations on `columns` (all when None) over `staging.file_rows`
+    to `staging.suite_check_rows` (_row_id, check_order, failed_check), then cross-check them with GX.
+
+    A file can be checked in parts (a worker checks what the file alone decides, the writer what depends on
+    the warehouse's current rows); `check_order` is the expectation's place in the whole suite, so the parts
+    together give the same `staging.suite_failures` as one pass."""
+    execute(con, "ingest/create_check_rows")
     staged = con.table("staging.file_rows")
     types = {name: str(kind) for name, kind in zip(staged.columns, staged.types, strict=True)}
-    checks = suite_checks(suite_name, types, parameters)
+    checks = suite_checks(suite_name, types, parameters, columns)
+    if not checks:
+        return
     failing: duckdb.DuckDBPyRelation | None = None
-    for order, (label, condition) in enumerate(checks):
+    for order, label, condition in checks:
         rows = staged.filter(condition).select(
             duckdb.ColumnExpression(ROW_KEY),
             duckdb.ConstantExpression(order).alias("check_order"),
             duckdb.ConstantExpression(label).alias("failed_check"),
         )
         failing = rows if failing is None else failing.union(rows)
-    assert failing is not None, f"suite {suite_name} has no expectations"
-    failing.create_view("suite_check_rows", replace=True)
-    try:
-        execute(con, "ingest/suite_failures")
-    finally:
-        con.execute("drop view if exists suite_check_rows")
-    crosscheck_with_gx(con, suite_name, parameters)
+    assert failing is not None
+    failing.create("staging.part_check_rows")
+    crosscheck_with_gx(con, suite_name, parameters, columns)
+    execute(con, "ingest/append_check_rows")
+
+
+def collect_suite_failures(con: duckdb.DuckDBPyConnection) -> None:
+    """`staging.suite_check_rows` (every part checked) -> `staging.suite_failures`, one row per failing row."""
+    execute(con, "ingest/create_check_rows")
+    execute(con, "ingest/suite_failures")
 
 
 def crosscheck_with_gx(
-    con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
+    con: duckdb.DuckDBPyConnection,
+    suite_name: str,
+    parameters: dict[str, Any] | None = None,
+    columns: Callable[[str], bool] | None = None,
 ) -> None:
-    """GX validates a bounded sample of the staged rows; its failing rows and checks must equal DuckDB's."""
+    """GX validates a bounded sample of the staged rows on the same expectations; its failing rows and checks
+    must equal DuckDB's (`staging.part_check_rows`)."""
     execute(con, "ingest/crosscheck_sample", {"rows": CROSSCHECK_ROWS})
     sample = (
         con.table("staging.file_rows")
         .join(con.table("staging.crosscheck_ids"), ROW_KEY)
-        .select(*[duckdb.ColumnExpression(c) for c in (ROW_KEY, *suite_columns(suite_name))])
+        .select(*[duckdb.ColumnExpression(c) for c in (ROW_KEY, *suite_columns(suite_name, columns))])
         .pl()
     )
-    expected = con.table("staging.suite_failures").join(con.table("staging.crosscheck_ids"), ROW_KEY).pl()
+    expected = (
+        con.table("staging.part_check_rows")
+        .join(con.table("staging.crosscheck_ids"), ROW_KEY)
+        .select(duckdb.ColumnExpression(ROW_KEY), duckdb.ColumnExpression("failed_check"))
+        .pl()
+    )
     con.execute("drop table staging.crosscheck_ids")
-    by_gx = find_failures(sample, suite_name, ROW_KEY, parameters)
+    by_gx = find_failures(sample, suite_name, ROW_KEY, parameters, columns)
     if _pairs(by_gx) != _pairs(expected):
         differing = sorted(_pairs(by_gx) ^ _pairs(expected))[:3]
         raise SuiteError(f"suite {suite_name}: DuckDB and Great Expectations disagree on {differing}")

@@ -38,6 +38,8 @@ def read_overrides() -> pl.DataFrame:
 class PriceDataset(Dataset):
     name = "prices"
     suite = "prices"
+    # the price move is measured against the observations stored so far: the writer's part
+    history_columns = frozenset({"previous_usd_per_hour", "price_move_factor"})
 
     def __init__(self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None) -> None:
         self.aliases = aliases.select("alias", "gpu")
@@ -69,6 +71,11 @@ class PriceDataset(Dataset):
         rows_read = con.table("staging.file_records").aggregate("count(*)").fetchall()[0][0]
         return Staged(rows_read=rows_read, skipped_by_reason=dict(result.skipped_by_reason),
                       notes=list(result.notes))
+
+    def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:
+        """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql)."""
+        query(con, "prices/price_move_factor").create("staging.price_moves")
+        execute(con, "prices/stage_rows")
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
         path = Path(file.source.path)
@@ -104,14 +111,13 @@ def duckdb_readers() -> dict[str, Any]:
 def stage_records(
     con: duckdb.DuckDBPyConnection, aliases: pl.DataFrame, overrides: pl.DataFrame, file: FileContext
 ) -> None:
-    """Adapter records (`file_records`) -> staging.file_rows: normalised (SQL), with the price move."""
+    """Adapter records (`file_records`) -> staging.file_rows, normalised (SQL); the file alone decides them
+    (the price move against stored history is added by `PriceDataset.stage_against_warehouse`)."""
     with (
         registered(con, "price_aliases", aliases.to_arrow()),
         registered(con, "instance_overrides", overrides.to_arrow()),
     ):
-        query(con, "prices/normalise", _normalise_params(file)).create("staging.normalised_prices")
-    query(con, "prices/price_move_factor").create("staging.price_moves")
-    execute(con, "prices/stage_rows")
+        query(con, "prices/normalise", _normalise_params(file)).create("staging.file_rows")
 
 
 def normalise(

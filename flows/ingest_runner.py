@@ -1,0 +1,112 @@
+"""How the ingest flows run their files (config/settings.toml [ingest.runner]).
+
+`sequential` (the default): each file through the whole lifecycle on the flow's warehouse connection, one
+after another. `dask`: every file is read, staged and validated by a task on a Prefect task runner -
+prefect-dask's DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths
+and returns Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer,
+applies them in the given order, one transaction per file (apply_staged), while later files are still
+being staged. Same warehouse either way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import duckdb
+from prefect import task
+
+from flows.retries import io_task_options
+from tasks import progress
+from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
+from tasks.ingest.registry import FileOutcome
+from tasks.reference import reference_paths
+from tasks.settings import load_config, paths
+from tasks.summary import outcome_line
+from tasks.warehouse import ingest_memory_limit
+
+RUNNERS = ("sequential", "dask")
+
+
+class IngestRunnerError(ValueError):
+    """config/settings.toml [ingest.runner] (or GPUCOST_INGEST_RUNNER) names something that cannot run."""
+
+
+@dataclass(frozen=True)
+class IngestRunner:
+    kind: str = "sequential"
+    workers: int = 2             # Dask worker processes (LocalCluster)
+    threads_per_worker: int = 1  # DuckDB parallelises inside a worker already
+
+    @property
+    def parallel(self) -> bool:
+        return self.kind != "sequential"
+
+
+def configured_ingest_runner() -> IngestRunner:
+    """[ingest.runner] of config/settings.toml; GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS override it."""
+    cfg = load_config("settings").get("ingest", {}).get("runner", {})
+    kind = os.environ.get("GPUCOST_INGEST_RUNNER") or str(cfg.get("kind", "sequential"))
+    if kind not in RUNNERS:
+        raise IngestRunnerError(f"ingest runner {kind!r} is not one of {', '.join(RUNNERS)} "
+                                "(config/settings.toml [ingest.runner] kind, or GPUCOST_INGEST_RUNNER)")
+    workers = int(os.environ.get("GPUCOST_INGEST_WORKERS") or cfg.get("workers", 2))
+    if workers < 1:
+        raise IngestRunnerError(f"ingest runner workers must be at least 1, not {workers}")
+    return IngestRunner(kind, workers, int(cfg.get("threads_per_worker", 1)))
+
+
+def dask_task_runner(runner: IngestRunner) -> Any:
+    """A DaskTaskRunner that starts (and on exit stops) a LocalCluster of worker processes on loopback."""
+    from prefect_dask import DaskTaskRunner
+
+    return DaskTaskRunner(
+        cluster_class="distributed.LocalCluster",
+        cluster_kwargs={
+            "n_workers": runner.workers,
+            "threads_per_worker": runner.threads_per_worker,
+            "processes": True,
+            "host": "127.0.0.1",
+            "dashboard_address": None,  # no web UI port
+        },
+    )
+
+
+@task(**io_task_options("stage-file"))
+def stage_file_task(job: StageJob) -> StagedFile:
+    return stage_file(job)
+
+
+def ingest_in_parallel(
+    con: duckdb.DuckDBPyConnection,
+    dataset: Dataset,
+    sources: list[FileSource],
+    ingested_at: datetime,
+    runner: IngestRunner,
+    unreadable: Callable[[FileSource, BaseException], FileOutcome],
+    label: str,
+) -> list[FileOutcome]:
+    """Stage every file on the runner's workers; apply them in order on `con`. A file still failing with an
+    I/O error after its task's retries goes to `unreadable` (quarantined for tonight, as sequentially)."""
+    workdir = paths().home / "staging" / uuid.uuid4().hex
+    jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(), ingest_memory_limit())
+    outcomes: list[FileOutcome] = []
+    try:
+        with dask_task_runner(runner) as task_runner:
+            futures = [task_runner.submit(stage_file_task, {"job": job}) for job in jobs]
+            for number, (job, future) in enumerate(zip(jobs, futures, strict=True), start=1):
+                try:
+                    staged = future.result()
+                except OSError as error:  # still failing after the task's retries: tonight without this file
+                    outcomes.append(unreadable(job.source, error))
+                else:
+                    outcomes.append(apply_staged(con, dataset, staged, ingested_at))
+                progress.step("%s: file %d of %d: %s", label, number, len(jobs), outcome_line(outcomes[-1]))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return outcomes
