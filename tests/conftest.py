@@ -71,8 +71,6 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
 # progress lines of `gpucost run` come from the supervised child). Marked here, in one place, so the next
 # session mends each and deletes its line; non-strict so a mended test is reported as XPASS.
 KNOWN_BROKEN_AFTER_MERGE = {
-    "tests/cli/test_new_user.py::test_make_run_prints_progress_no_warning_and_fits_100_columns":
-        "ingest progress lines of `gpucost run` are missing since the supervisor (issue 14) runs the work",
     "tests/reliability/test_signals.py::test_sigterm_during_run_stops_the_run_and_its_prefect_server":
         "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
     "tests/reliability/test_signals.py::test_sigint_during_training_stops_everything_and_registers_no_champion":

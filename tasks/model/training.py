@@ -210,8 +210,16 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
     if with_importance:
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
         columns = list(spec.uses_features.input_columns)
+        # only the input columns are shuffled; the rest of each row goes back in unshuffled (the structured
+        # model reads the physics bound to turn its step time into MFU: without it every prediction was NaN,
+        # every importance NaN, and numpy warned on the command line)
+        context = data.frame.drop(columns=columns)
+
+        def score(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:
+            return _neg_mae_where_defined(estimator, pd.concat([X, context.loc[X.index]], axis=1), y)
+
         result = permutation_importance(
-            evaluation.fitted, data.frame[columns], data.log_mfu, scoring=_neg_mae_where_defined,
+            evaluation.fitted, data.frame[columns], data.log_mfu, scoring=score,
             n_repeats=int(config["importance"]["n_repeats"]), random_state=spec.seed,
         )
         # mean increase of the log-MFU absolute error when the column is shuffled (0 = unused)
