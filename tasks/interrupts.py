@@ -7,13 +7,18 @@ process and stopped by an `atexit` hook, which never runs when the process dies 
 left an orphaned server). Here the work runs as the leader of its own process group; Prefect's server, and
 any process the work starts, join that group. The parent (this module, which imports nothing heavy):
 
-- on SIGTERM, SIGINT or SIGHUP sends SIGTERM to the whole group, waits `grace_seconds`, then SIGKILLs
-  whatever is left, and prints one line saying what was interrupted and that the previous results are
-  still served (nothing is published until a publish completes: the published file is replaced atomically);
+- on SIGTERM, SIGINT or SIGHUP sends SIGTERM to the work process, which kills the rest of its group and
+  ends (install_worker_handlers); after `grace_seconds` SIGKILLs whatever is left of the group; then prints
+  one line saying what was interrupted and that the previous results are still served (nothing is published
+  until a publish completes: the published file is replaced atomically);
 - when the work dies of a signal it did not send (SIGKILL by the OOM killer), kills the rest of the group,
   removes the half-written published file of that process, and says so in one line;
 - dies with its child: the work process gets SIGTERM if the parent is killed (PR_SET_PDEATHSIG), and then
-  stops its own group the same way (install_worker_handlers).
+  stops its own group the same way.
+
+The rest of the group is killed (SIGKILL), not asked to stop: Prefect's temporary server answered SIGTERM by
+printing its services' cancellation tracebacks over the one line, and it has nothing worth a clean shutdown
+(its SQLite state survives a kill, as every write of the work itself does).
 """
 
 from __future__ import annotations
@@ -84,7 +89,7 @@ class Supervised:
 def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervised], None] | None = None,
               poll_seconds: float = 0.05) -> Supervised:
     """Run `python -m flows.cli ARGV` as the leader of a new process group and wait for it, passing SIGTERM,
-    SIGINT and SIGHUP on to the whole group (then SIGKILL after `grace_seconds`)."""
+    SIGINT and SIGHUP on to it as SIGTERM (then SIGKILL to the whole group after `grace_seconds`)."""
     started = time.monotonic()
     received: list[int] = []
 
@@ -101,7 +106,10 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
         while True:
             if received and deadline is None:
                 members_at_stop = len(group_members(pgid))
-                _signal_group(pgid, signal.SIGTERM)
+                try:
+                    child.send_signal(signal.SIGTERM)  # the work kills the rest of its group, then ends
+                except ProcessLookupError:
+                    pass
                 deadline = time.monotonic() + grace_seconds
             if deadline is not None and time.monotonic() > deadline:
                 _signal_group(pgid, signal.SIGKILL)
@@ -109,12 +117,12 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
                 break
             time.sleep(poll_seconds)
         # The work process is gone: whatever is left of its group (Prefect's server after a SIGKILL of the
-        # work, a grandchild) gets the grace period to stop, then SIGKILL.
+        # work, a grandchild) is killed; after a normal end it gets a moment to finish first.
         returncode = child.returncode
         killed_by = -returncode if returncode < 0 and not received else None
         if killed_by is not None:
             members_at_stop = len(group_members(pgid)) + 1
-            _signal_group(pgid, signal.SIGTERM)
+            _signal_group(pgid, signal.SIGKILL)
         end = time.monotonic() + (grace_seconds if (received or killed_by) else 0.5)
         while group_members(pgid) and time.monotonic() < end:
             time.sleep(poll_seconds)
@@ -130,8 +138,8 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
 
 
 def install_worker_handlers() -> None:
-    """In the work process (a process group leader): SIGTERM/SIGINT/SIGHUP pass SIGTERM to every other process
-    of the group (Prefect's server shuts down cleanly) and end this one at once, as a kill -9 would: every
+    """In the work process (a process group leader): SIGTERM/SIGINT/SIGHUP kill every other process of the
+    group (Prefect's server: see the module docstring) and end this one at once, as a kill -9 would: every
     write is already safe against that (one DuckDB transaction per file, the published file replaced whole,
     a training killed midway is cleaned up by the next one). Unwinding instead made Prefect report the crash
     to its server, which was stopping too, and hang on connection retries."""
@@ -143,7 +151,12 @@ def install_worker_handlers() -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         if os.getpgrp() == os.getpid():
-            _signal_group(os.getpgrp(), signal.SIGTERM)
+            for pid in group_members(os.getpid()):
+                if pid != os.getpid():
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         os._exit(EXIT_INTERRUPTED.get(signal.Signals(signum), 128 + signum))
 
     for sig in STOP_SIGNALS:

@@ -63,27 +63,3 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
     from tests.cli.night import run_night
 
     return run_night(tmp_path_factory.mktemp("cli-night"))
-
-
-# Tests that went red when the parallel branches of issues 10, 13 and 14 landed together (each was green on its
-# own branch): the expectation was written before another branch changed what it observes (the selection rule
-# now keeps the baseline over ridge; the CLI no longer prints Prefect's flow-run lines the signal tests wait for;
-# progress lines of `gpucost run` come from the supervised child). Marked here, in one place, so the next
-# session mends each and deletes its line; non-strict so a mended test is reported as XPASS.
-KNOWN_BROKEN_AFTER_MERGE = {
-    "tests/reliability/test_signals.py::test_sigterm_during_run_stops_the_run_and_its_prefect_server":
-        "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
-    "tests/reliability/test_signals.py::test_sigint_during_training_stops_everything_and_registers_no_champion":
-        "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
-    "tests/reliability/test_signals.py::test_sigkill_of_an_ingest_leaves_no_orphan_and_no_half_file[work]":
-        "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
-    "tests/reliability/test_signals.py::test_sigkill_of_an_ingest_leaves_no_orphan_and_no_half_file[command]":
-        "waits for a Prefect flow-run log line the CLI no longer prints (issue 13 quiets Prefect)",
-}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        reason = KNOWN_BROKEN_AFTER_MERGE.get(item.nodeid)
-        if reason:
-            item.add_marker(pytest.mark.xfail(reason=f"known broken after merge: {reason}", strict=False))
