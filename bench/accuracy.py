@@ -1,6 +1,7 @@
 """`make bench-accuracy`: on the bundled telemetry, leave-one-GPU-out and leave-one-source-out median APE of
 every configured candidate (and of the registered champion's spec, when there is one) next to the constant-MFU
-physics baseline fitted on the same training folds, plus the 80% interval coverage on held-out folds.
+physics baseline fitted on the same training folds, plus the 80% interval coverage per grouping and per fold
+(each fold against normalised-conformal intervals calibrated without its rows) and the widening per flag.
 
 Runs entirely in memory (no warehouse, no MLflow writes): python -m bench.accuracy
 """
@@ -82,7 +83,7 @@ def main() -> int:
     print(f"# Token-efficiency accuracy on the bundled telemetry ({data.rows} runs, "
           f"{', '.join(f'{len(f)} {g} folds' for g, f in folds.items())})\n")
     print("median APE of tokens/s per GPU, pooled over held-out folds; coverage of the "
-          f"{level:.0%} interval on held-out folds (calibrated on the other folds)\n")
+          f"{level:.0%} interval on held-out folds (each fold against an interval calibrated without its rows)\n")
     head = " | ".join(f"leave-one-{g}-out" for g in groupings)
     cover = " | ".join(f"coverage ({g})" for g in groupings)
     print(f"| candidate | {head} | score | {cover} | CV seconds |")
