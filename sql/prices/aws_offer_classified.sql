@@ -15,10 +15,21 @@ shapes as (
     select * from aws_gpu_shapes
 ),
 
+kinds as (
+    -- a storage volume's price per GB-month (e.g. EBS gp3): a storage record, for checkpoint storage
+    select
+        *,
+        case when product_family = 'Storage' and term_type = 'OnDemand' and unit = 'GB-Mo'
+                  and trim(coalesce(volume_api_name, '')) != ''
+             then 'storage' end as record_kind
+    from lines
+),
+
 classified as (
     select
-        lines.*,
+        kinds.*,
         case
+            when record_kind = 'storage' then null
             when not coalesce(starts_with(product_family, 'Compute Instance'), false)
                 then 'not a compute instance (storage, data transfer, ...)'
             when coalesce(term_type not in ('OnDemand', 'Reserved'), true)
@@ -33,7 +44,7 @@ classified as (
             when coalesce(capacity_status != 'Used', true) then 'capacity status not Used (capacity reservations)'
             when coalesce(currency != 'USD', true) then 'not priced in USD'
         end as rule_broken
-    from lines
+    from kinds
 ),
 
 with_shapes as (
@@ -43,7 +54,8 @@ with_shapes as (
         try_cast(shapes.gpu_count as double)              as gpu_count_ref,
         try_cast(shapes.gpu_memory_gb as double)          as gpu_memory_ref,
         coalesce(classified.rule_broken, case
-            when shapes.gpu_name is null and not coalesce(try_cast(gpu_attribute as double) > 0, false)
+            when record_kind is null and shapes.gpu_name is null
+                and not coalesce(try_cast(gpu_attribute as double) > 0, false)
             then 'no GPU (instance type not in data/reference/aws_instance_gpus.csv and no GPU count in the record)'
         end) as skip_reason
     from classified

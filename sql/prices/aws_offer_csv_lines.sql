@@ -1,7 +1,7 @@
 -- An AWS Price List offer CSV (after its 5-line preamble) as the offer lines sql/prices/aws_offer_records.sql
 -- classifies: the columns the adapter reads, named after the JSON form's attributes, in file order (`_order`),
--- and the record as JSON for GPU instance rows only (rows with a GPU attribute, or an instance type in
--- data/reference/aws_instance_gpus.csv): the other records are skipped, and a multi-GB file's JSON is not built.
+-- and the record as JSON for GPU instance rows (rows with a GPU attribute, or an instance type in
+-- data/reference/aws_instance_gpus.csv) and storage volume prices only: the other records are skipped, and a multi-GB file's JSON is not built.
 -- Streams: a projection of the file, no join, so row order and bounded memory are kept.
 create or replace table staging.price_file as
 select
@@ -24,7 +24,9 @@ select
     "LeaseContractLength"      as lease_contract_length,
     "PurchaseOption"           as purchase_option_text,
     "OfferingClass"            as offering_class_text,
+    "Volume API Name"          as volume_api_name,
     case when try_cast("GPU" as double) > 0 or "Instance Type" in (select instance_type from aws_gpu_shapes)
+              or ("Product Family" = 'Storage' and "Unit" = 'GB-Mo')
          then to_json(offer) end as raw_values
 from read_csv(
     $path, skip = 5, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"',

@@ -38,6 +38,7 @@ reserved as (
         any_value(lease_contract_length)                     as lease_contract_length,
         any_value(purchase_option_text)                      as purchase_option_text,
         any_value(offering_class_text)                       as offering_class_text,
+        any_value(volume_api_name)                           as volume_api_name,
         -- null for lines that are no GPU instance (their JSON is not built): skipped anyway
         '[' || string_agg(raw_values::varchar, ',' order by _line) || ']' as raw_values,
         max(price) filter (where unit = 'Hrs')               as recurring,   -- USD per instance-hour, as text

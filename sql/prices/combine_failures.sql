@@ -1,8 +1,9 @@
 -- One failed_check per rejected price row. The adapter's own reason, where it gave one, is the cause (its
--- missing price or GPU would only repeat it as suite failures); otherwise the suite's checks.
+-- missing price or GPU would only repeat it as suite failures); otherwise the suite's checks. A storage volume
+-- price (record_kind 'storage') is not an instance price: only its own checks (the adapter's reason) apply.
 create or replace table staging.file_failures as
 with staged as (
-    select _row_id, rejected_reason from staging.file_rows
+    select _row_id, rejected_reason, record_kind from staging.file_rows
 ),
 
 suite as (
@@ -10,10 +11,14 @@ suite as (
 ),
 
 final as (
-    select staged._row_id, coalesce(staged.rejected_reason, suite.failed_check) as failed_check
+    select
+        staged._row_id,
+        case when staged.record_kind = 'storage' then staged.rejected_reason
+             else coalesce(staged.rejected_reason, suite.failed_check) end as failed_check
     from staged
     left join suite on staged._row_id = suite._row_id
-    where staged.rejected_reason is not null or suite.failed_check is not null
+    where staged.rejected_reason is not null
+        or (suite.failed_check is not null and staged.record_kind is distinct from 'storage')
 )
 
 select * from final

@@ -12,4 +12,5 @@ select
     purchase_option, offering_class
 from staging.file_rows
 anti join staging.file_failures using (_row_id)
+where record_kind is distinct from 'storage'  -- storage volume prices: sql/prices/insert_storage_prices.sql
 order by _row_id

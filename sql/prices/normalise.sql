@@ -80,6 +80,9 @@ final as (
         recurring_usd_per_hour,                                           -- USD per instance-hour of the term
         purchase_option,                                                  -- commitments: how the term is paid
         offering_class,                                                   -- AWS commitments: standard | convertible
+        record_kind,                                                      -- null = instance price; storage
+        storage_type,                                                     -- storage: volume name, e.g. gp3
+        usd_per_gb_month,                                                 -- storage: USD per GB-month
         $source_file                                                      as source_file,
         source_line,
         $sha                                                              as content_sha256,

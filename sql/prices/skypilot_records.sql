@@ -51,6 +51,9 @@ final as (
         null::double                                as recurring_usd_per_hour,
         null::varchar                               as purchase_option,
         null::varchar                               as offering_class,
+        null::varchar                               as record_kind,       -- instance prices only
+        null::varchar                               as storage_type,
+        null::double                                as usd_per_gb_month,
         _line                                       as source_line,
         raw_values,
         null::varchar                               as rejected_reason

@@ -94,6 +94,7 @@ class PriceDataset(Dataset):
             "format": file.source.format, "content_sha256": file.sha256, "source_file": file.source_file,
         })
         execute(con, "prices/insert_observations")
+        execute(con, "prices/insert_storage_prices")
         return []
 
 

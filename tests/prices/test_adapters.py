@@ -58,9 +58,11 @@ def test_aws_offer_json_skip_counts_match_the_file() -> None:
     # Three OnDemand price dimensions: gp3 storage (product family Storage), p3.8xlarge (Windows BYOL),
     # m5.large whose only term is the hand-edited "Upfront Fee" (unit Quantity, not Hrs).
     result = aws_offer.parse(PRICE_SAMPLES / "aws_pricelist_ec2_offer_json_excerpt_opencost.json", ctx("aws"))
-    assert result.records.height == 0
+    # the gp3 volume is a storage record: "$0.08 per GB-month of General Purpose (gp3) ... US East (Ohio)"
+    assert result.records.select("record_kind", "region", "storage_type", "usd_per_gb_month").rows() == [
+        ("storage", "us-east-2", "gp3", 0.08)
+    ]
     assert result.skipped_by_reason == {
-        "not a compute instance (storage, data transfer, ...)": 1,
         "operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)": 1,
         "not an hourly price (upfront fee or other unit)": 1,
     }

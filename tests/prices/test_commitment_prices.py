@@ -17,6 +17,7 @@ from tests.conftest import PRICE_SAMPLES
 from tests.prices.helpers import ingest, source
 
 OFFER_CSV = PRICE_SAMPLES / "aws_pricelist_ec2_offer_index_sample_v20250912225308.csv"
+OFFER_JSON = PRICE_SAMPLES / "aws_pricelist_ec2_offer_json_excerpt_opencost.json"
 AZURE = PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json"
 GCP_SKUS = PRICE_SAMPLES / "gcp_billing_catalog_skus_gpu_trimmed_cromwell-monitor.json"
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
@@ -160,6 +161,39 @@ def test_azure_reservations_are_priced_over_their_term(con) -> None:
         NO_SHAPE: 52 + 30,  # 26 sizes x (on-demand + spot), + 15 sizes x 2 terms
         UNKNOWN_GPU: 10 + 10,
     }
+
+
+def test_ebs_storage_prices_land_for_checkpoint_storage(con) -> None:
+    [outcome] = ingest(con, [source(OFFER_JSON, "aws", "aws-offer")], at=NOW)
+    # 3 price dimensions: the gp3 volume (read and loaded), p3.8xlarge Windows BYOL and m5.large's Upfront Fee
+    # (skipped: tests/prices/test_adapters.py)
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined) == (1, 1, 0)
+    rows = con.execute(
+        "select provider, region, storage_type, usd_per_gb_month, observed_at from core.storage_prices_current"
+    ).fetchall()
+    # "$0.08 per GB-month of General Purpose (gp3) provisioned storage - US East (Ohio)", published 2023-03-22
+    assert rows == [("aws", "us-east-2", "gp3", 0.08, datetime(2023, 3, 22, 14, 56, 51, tzinfo=UTC))]
+    assert con.execute("select count(*) from core.price_observations").fetchone() == (0,)
+    assert con.execute("select count(*) from raw.price_records").fetchone() == (1,)
+
+
+@pytest.mark.parametrize(
+    ("price", "reason"),
+    [
+        ("0.0000000000", "storage price: must be positive, finite and at most 10.0 USD per GB-month"),
+        ("80.0000000000", "storage price: must be positive, finite and at most 10.0 USD per GB-month"),
+        ("", "storage price: no price in the source record"),
+    ],
+)
+def test_a_broken_storage_price_is_quarantined_with_the_reason(con, tmp_path: Path, price, reason) -> None:
+    path = tmp_path / "offer.json"
+    text = OFFER_JSON.read_text()
+    assert text.count('"USD" : "0.0800000000"') == 1  # the gp3 volume's price (line 126)
+    path.write_text(text.replace('"USD" : "0.0800000000"', f'"USD" : "{price}"'))
+    [outcome] = ingest(con, [source(path, "aws", "aws-offer")], at=NOW)
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined) == (1, 0, 1)
+    assert outcome.quarantined_by_reason == {reason: 1}
+    assert con.execute("select count(*) from core.storage_price_observations").fetchone() == (0,)
 
 
 def test_gcp_commitment_skus_are_read_as_commitment_parts() -> None:

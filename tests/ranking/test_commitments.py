@@ -230,3 +230,38 @@ def test_checkpoints_kept_must_be_a_whole_number(config):
     spec["checkpoints_kept"] = -1
     with pytest.raises(WorkloadConfigError, match="checkpoints_kept"):
         load_workloads({"workloads": [spec]}, config)
+
+
+def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path):
+    # The AWS offer JSON sample carries EBS gp3 at 0.08 USD/GB-month in us-east-2 (US East (Ohio)); config names
+    # gp3 as AWS's checkpoint storage and prices nothing itself. tiny-sft (1B params, as in test_cost_model.py)
+    # on g6.xlarge use2-az1: 10 h on 1 L4 at 1000 tokens/s/GPU. 2 checkpoints of 1e9 x (2 + 4 + 8) B = 14 GB:
+    # 2 x 14 x 0.08 x 10 / 730 = 0.0306849 USD; on-demand 0.8048 x 10 = 8.048 USD.
+    from tasks.prices.ingest import PriceSource, ingest_price_file
+    from tasks.reference import read_aliases
+    from tests.conftest import PRICE_SAMPLES
+
+    # A slice of the SkyPilot AWS sample: its header and g6.xlarge in use1-az1 (line 121) and use2-az1 (line 125).
+    lines = (PRICE_SAMPLES / "skypilot_v8_aws_gpu_subset.csv").read_text().splitlines()
+    skypilot = tmp_path / "skypilot_aws_g6.csv"
+    skypilot.write_text("\n".join([lines[0], lines[120], lines[124]]) + "\n")
+    offer = PRICE_SAMPLES / "aws_pricelist_ec2_offer_json_excerpt_opencost.json"
+    for path, fmt in ((skypilot, "skypilot"), (offer, "aws-offer")):
+        ingest_price_file(con, PriceSource(path, "aws", fmt), read_aliases(), AT)
+    config["checkpoints"]["price_list_storage_type"] = {"aws": "gp3"}
+    tiny = {"name": "tiny-sft", "workload": "sft", "params_b": 1.0, "n_layers": 16, "d_model": 2048,
+            "seq_len": 2048, "precision": "bf16", "optimizer": "adamw", "token_budget": 36_000_000,
+            "checkpoints_kept": 2}
+    workloads = load_workloads({"workloads": [tiny]}, config)
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    rel = con.sql(
+        "select zone, checkpoint_gb, storage_usd_per_gb_month, storage_price_source, checkpoint_storage_usd,"
+        " expected_total_usd from marts.gpu_cost_ranking_history where instance_type = 'g6.xlarge'"
+        " and pricing = 'on_demand' and zone in ('use2-az1', 'use1-az1') order by zone"
+    )
+    east1, east2 = rel.fetchall()
+    assert east2[:4] == ("use2-az1", pytest.approx(14.0), 0.08, f"price list: {offer}")
+    assert east2[4] == pytest.approx(0.0306849, rel=1e-5)
+    assert east2[5] == pytest.approx(8.048 + 0.0306849, rel=1e-7)
+    # us-east-1: no price-list storage price there and none configured -> 0 USD
+    assert east1[2:5] == (0.0, "config/ranking.toml [checkpoints]", 0.0)

@@ -57,7 +57,15 @@ raw_rows as (
     union all
     select 'telemetry', content_sha256, count(*) from raw.telemetry_records group by all
 ),
-core_price_rows as (select content_sha256, count(*) as n from core.price_observations group by all),
+core_price_rows as (
+    select content_sha256, count(*) as n
+    from (
+        select content_sha256 from core.price_observations
+        union all
+        select content_sha256 from core.storage_price_observations  -- storage volume prices (AWS offer files)
+    )
+    group by all
+),
 rejected as (select dataset, content_sha256, count(*) as n from quarantine.rejected_rows group by all),
 mismatch as (
     select f.dataset, f.source_file, 'raw rows ' || coalesce(r.n, 0) || ' != rows_read ' || f.rows_read as problem

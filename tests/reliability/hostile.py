@@ -59,8 +59,8 @@ class Seed:
 SEEDS = [
     Seed("skypilot", "lambda", "skypilot_v8_lambda_gpu.csv", "csv", ("Price", "SpotPrice")),
     Seed("aws-offer", "aws", "aws_pricelist_ec2_offer_index_sample_v20250912225308.csv", "csv", ("PricePerUnit",)),
-    Seed("aws-offer", "aws", "aws_pricelist_ec2_offer_json_excerpt_opencost.json", "json", ("USD",),
-         loads_rows=False),
+    # loads one row: its EBS gp3 storage price (no in-scope instance)
+    Seed("aws-offer", "aws", "aws_pricelist_ec2_offer_json_excerpt_opencost.json", "json", ("USD",)),
     Seed("aws-spot", "aws", "aws_spot_price_history_2022-05-31_gpu_az_ids.tsv", "tsv", ("3",)),
     Seed("azure-retail", "azure", "azure_retail_prices_items_westus_excerpt_first20rows.csv", "csv",
          ("retailPrice", "unitPrice"), loads_rows=False),

@@ -45,6 +45,11 @@ ADAPTER_SCHEMA: dict[str, Any] = {
     "recurring_usd_per_hour": pl.Float64,  # USD per instance-hour of the term, used or not
     "purchase_option": pl.String,  # no_upfront | partial_upfront | all_upfront | term_total
     "offering_class": pl.String,  # AWS: standard | convertible
+    # Storage volume prices a price list carries beside its instances (record_kind 'storage'; null = an
+    # instance price): the AWS offer file's EBS volumes, for the checkpoint storage of the cost model.
+    "record_kind": pl.String,
+    "storage_type": pl.String,  # the provider's volume name, e.g. gp3
+    "usd_per_gb_month": pl.Float64,  # USD per GB-month
     "source_line": pl.Int64,  # 1-based line (CSV/TSV, header = line 1) or record index (JSON)
     "raw_values": pl.String,  # the native record, as JSON text
     # The adapter's own verdict on a record it read but cannot price (e.g. a GCP accelerator with no

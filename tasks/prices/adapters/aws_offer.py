@@ -12,6 +12,11 @@ instance; none for No Upfront). They are paired into one commitment record (pric
 reserved_3y; sql/prices/aws_offer_terms.sql); the normalisation turns the parts into the effective hourly
 price over the term. A term that lacks a part its purchase option implies is quarantined with the reason.
 
+The storage volumes (product family Storage, OnDemand, unit GB-Mo, e.g. EBS gp3) are records too, of kind
+`storage` (storage_type, usd_per_gb_month): loaded into core.storage_price_observations for the checkpoint
+storage of the cost model, or quarantined with the reason (no price; not positive, finite and at most
+[validation.prices] max_storage_usd_per_gb_month; not USD).
+
 Quirks handled here:
 - The CSV form starts with a 5-line preamble (FormatVersion, Disclaimer, Publication Date, Version,
   OfferCode) before its header; the JSON form nests prices as terms -> SKU -> term -> priceDimensions.
@@ -67,6 +72,7 @@ CSV_COLUMNS = {
     "LeaseContractLength": "lease_contract_length",
     "PurchaseOption": "purchase_option_text",
     "OfferingClass": "offering_class_text",
+    "Volume API Name": "volume_api_name",
 }
 JSON_ATTRIBUTES = {
     "instanceType": "instance_type",
@@ -78,6 +84,7 @@ JSON_ATTRIBUTES = {
     "gpu": "gpu_attribute",
     "vcpu": "vcpu",
     "memory": "memory",
+    "volumeApiName": "volume_api_name",
 }
 JSON_TERM_ATTRIBUTES = {  # a Reserved term's termAttributes
     "LeaseContractLength": "lease_contract_length",
@@ -171,7 +178,12 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         execute(con, "prices/aws_offer_csv_view")
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
-    execute(con, "prices/aws_offer_records", {"provider": context.provider, "published_at": published})
+    from tasks.settings import load_config
+
+    max_storage = float(load_config("settings")["validation"]["prices"]["max_storage_usd_per_gb_month"])
+    execute(con, "prices/aws_offer_records", {
+        "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,
+    })
     skipped = dict(query(con, "prices/aws_offer_skips").fetchall())
     return AdapterResult(records=empty_records(), skipped_by_reason=skipped)
 
