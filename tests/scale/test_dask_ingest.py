@@ -9,6 +9,7 @@ same rows (count and an order-free checksum of every row's text), the outcomes t
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -81,41 +82,80 @@ def summary(outcomes: list[object]) -> list[tuple]:
             for o in outcomes]
 
 
-def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(tmp_path: Path) -> None:
-    """No task runner: stage_file for every price file first (as workers would, before anything is stored),
-    then apply_staged in order, against ingest_file one file at a time, same ingest time: identical tables.
-    (Telemetry, which has no writer-side columns, goes through the same functions in the Dask test below.)"""
-    from tasks.ingest.lifecycle import apply_staged, ingest_file, stage_file, stage_jobs
+@dataclass(frozen=True)
+class Reference:
+    """The sequential ingest of the batch (ingest_file one file at a time, the flows' default path)."""
+
+    prices: list[object]
+    telemetry: list[Path]
+    outcomes: list[tuple]
+    tables: dict[str, tuple]            # exact checksums (ingest time INGESTED_AT)
+    tables_any_time: dict[str, tuple]   # with INGESTED_AT masked, to compare with a run at another time
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
+    from tasks.features import refresh_feature_table
+    from tasks.ingest.lifecycle import FileSource, ingest_file
+    from tasks.prices.ingest import PriceDataset
+    from tasks.reference import load_reference_tables, read_aliases
+    from tasks.telemetry.ingest import TelemetryDataset
+    from tasks.warehouse import connect
+
+    work = tmp_path_factory.mktemp("dask-ingest")
+    prices, telemetry = batch(work / "inputs")
+    con = connect(work / "sequential.duckdb")
+    load_reference_tables(con)
+    aliases = read_aliases()
+    outcomes = [ingest_file(con, PriceDataset(aliases), source, INGESTED_AT) for source in prices]
+    outcomes += [ingest_file(con, TelemetryDataset(aliases), FileSource(path), INGESTED_AT) for path in telemetry]
+    refresh_feature_table(con)  # as the telemetry flow does
+    result = Reference(prices, telemetry, summary(outcomes), table_checksums(con),
+                       table_checksums(con, (INGESTED_AT,)))
+    con.close()
+    return result
+
+
+def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
+    reference: Reference, tmp_path: Path
+) -> None:
+    """No task runner: stage_file for every file first (as workers would, before anything is stored), then
+    apply_staged in order, against ingest_file one file at a time at the same ingest time: identical tables.
+    Then the same batch again: nothing staged or stored twice."""
+    from tasks.features import refresh_feature_table
+    from tasks.ingest.lifecycle import FileSource, apply_staged, stage_file, stage_jobs
     from tasks.prices.ingest import PriceDataset
     from tasks.reference import load_reference_tables, read_aliases, reference_paths
+    from tasks.telemetry.ingest import TelemetryDataset
     from tasks.warehouse import connect, ingest_memory_limit
 
-    prices, _ = batch(tmp_path / "inputs")
-    datasets = [(PriceDataset(read_aliases()), prices)]
+    aliases = read_aliases()
+    datasets = [(PriceDataset(aliases), reference.prices),
+                (TelemetryDataset(aliases), [FileSource(p) for p in reference.telemetry])]
+    con = connect(tmp_path / "staged.duckdb")
+    load_reference_tables(con)
 
-    sequential = connect(tmp_path / "sequential.duckdb")
-    load_reference_tables(sequential)
-    expected = [ingest_file(sequential, dataset, source, INGESTED_AT)
-                for dataset, files in datasets for source in files]
+    def ingest_batch() -> list[object]:
+        outcomes = []
+        for dataset, files in datasets:
+            jobs = stage_jobs(con, dataset, files, INGESTED_AT, tmp_path / "work", reference_paths(),
+                              ingest_memory_limit())
+            staged = [stage_file(job) for job in jobs]  # all staged before the first is stored
+            outcomes += [apply_staged(con, dataset, s, INGESTED_AT) for s in staged]
+        refresh_feature_table(con)
+        return outcomes
 
-    staged_con = connect(tmp_path / "staged.duckdb")
-    load_reference_tables(staged_con)
-    outcomes = []
-    for dataset, files in datasets:
-        jobs = stage_jobs(staged_con, dataset, files, INGESTED_AT, tmp_path / "work", reference_paths(),
-                          ingest_memory_limit())
-        staged = [stage_file(job) for job in jobs]  # all staged before the first is stored
-        outcomes += [apply_staged(staged_con, dataset, s, INGESTED_AT) for s in staged]
-
-    assert summary(outcomes) == summary(expected)
+    outcomes = ingest_batch()
+    assert summary(outcomes) == reference.outcomes
     statuses = {Path(o.source_file).name: o.status for o in outcomes}
     assert statuses["not_a_catalog.csv"] == statuses["missing.csv"] == "quarantined"
     assert statuses["aws_again.csv"] == "already_ingested"  # same bytes as skypilot_v8_aws_gpu_subset.csv
-    assert sum(o.status == "loaded" for o in outcomes) == 3  # the history, the AWS catalog, the GCP excerpt
-    assert table_checksums(staged_con) == table_checksums(sequential)
+    # loaded: the p5 history, the AWS catalog, the GCP excerpt and both telemetry files
+    assert sum(o.status == "loaded" for o in outcomes) == 5
+    assert table_checksums(con) == reference.tables
     # the case the writer's part exists for: SkyPilot's p5.48xlarge us-east-1 on-demand rows have an earlier
     # observation of the same offer only in the history file stored before them (their price move)
-    compared = staged_con.sql(
+    compared = con.sql(
         "select count(distinct catalog.source_line) from core.price_observations as catalog "
         "inner join core.price_observations as history using (provider, region, instance_type, pricing) "
         "where catalog.source_file like '%skypilot_v8_aws%' and history.source_file like '%daily_pricing%' "
@@ -124,17 +164,13 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(t
     assert not any((tmp_path / "work").iterdir())  # each staged folder removed once applied
 
     # idempotent: the same batch again stages nothing registered and changes no table
-    tables = table_checksums(staged_con)
-    for dataset, files in datasets:
-        jobs = stage_jobs(staged_con, dataset, files, INGESTED_AT, tmp_path / "work", reference_paths(),
-                          ingest_memory_limit())
-        again = [apply_staged(staged_con, dataset, stage_file(job), INGESTED_AT) for job in jobs]
-        assert {o.status for o in again if Path(o.source_file).name != "missing.csv"} == {"already_ingested"}
+    tables = table_checksums(con)
+    again = ingest_batch()
+    assert {o.status for o in again if Path(o.source_file).name != "missing.csv"} == {"already_ingested"}
     # the missing file is quarantined again (never registered: it is read again next time); nothing else moves
-    tables["quarantine.rejected_files"] = table_checksums(staged_con)["quarantine.rejected_files"]
-    assert table_checksums(staged_con) == tables
-    sequential.close()
-    staged_con.close()
+    tables["quarantine.rejected_files"] = table_checksums(con)["quarantine.rejected_files"]
+    assert table_checksums(con) == tables
+    con.close()
 
 
 def _children() -> set[int]:
@@ -145,41 +181,35 @@ def _children() -> set[int]:
 
 
 @pytest.mark.flow
-def test_dask_runner_ingests_like_the_sequential_flows_and_stops_its_cluster(
-    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_dask_runner_ingests_like_the_sequential_run_and_stops_its_cluster(
+    reference: Reference, prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real flows twice on the same files: sequential (the default) and with [ingest.runner] kind = "dask"
-    (a LocalCluster of 2 worker processes per flow). Same tables, same outcomes, the bad files quarantined
-    (the batch goes on); no process of the clusters is left."""
+    """The real flows with [ingest.runner] kind = "dask" (GPUCOST_INGEST_RUNNER; a LocalCluster of 2 worker
+    processes per flow) on the batch: the same outcomes and tables as the sequential run (the flows stamp
+    their own time: timestamps equal to a run's time are masked on both sides), the bad files quarantined
+    while the batch goes on, no process of the clusters left."""
     from flows.ingest_prices import ingest_prices
     from flows.ingest_telemetry import ingest_telemetry
     from tasks.warehouse import connect
 
-    prices, telemetry = batch(tmp_path / "inputs")
-
-    def night(home: Path) -> tuple[list[object], dict[str, tuple]]:
-        monkeypatch.setenv("GPUCOST_HOME", str(home))
-        outcomes = [*ingest_prices(prices), *ingest_telemetry(telemetry)]
-        con = connect(home / "warehouse.duckdb")
-        run_times = tuple(t for (t,) in con.sql(
-            "select distinct ingested_at from raw.ingested_files "
-            "union select distinct quarantined_at from quarantine.rejected_files").fetchall())
-        checksums = table_checksums(con, run_times)
-        con.close()
-        return outcomes, checksums
-
-    monkeypatch.delenv("GPUCOST_INGEST_RUNNER", raising=False)
-    expected, expected_tables = night(tmp_path / "sequential")
-
-    before = _children()
+    home = tmp_path / "home"
+    monkeypatch.setenv("GPUCOST_HOME", str(home))
     monkeypatch.setenv("GPUCOST_INGEST_RUNNER", "dask")
     monkeypatch.setenv("GPUCOST_INGEST_WORKERS", "2")
-    outcomes, tables = night(tmp_path / "dask")
-    assert summary(outcomes) == summary(expected)
-    assert tables == expected_tables
+    before = _children()
+    outcomes = [*ingest_prices(reference.prices), *ingest_telemetry(reference.telemetry)]
+
+    assert summary(outcomes) == reference.outcomes
     errors = {Path(o.source_file).name: o.error for o in outcomes if o.status == "quarantined"}
     assert set(errors) == {"not_a_catalog.csv", "missing.csv"}
     assert "not a SkyPilot catalog" in str(errors["not_a_catalog.csv"])
     assert "file not found" in str(errors["missing.csv"])
-    assert not any((tmp_path / "dask" / "staging").iterdir())  # the work folders are removed
-    assert _children() <= before  # the LocalCluster's scheduler and worker processes are gone
+    con = connect(home / "warehouse.duckdb")
+    run_times = tuple(t for (t,) in con.sql(  # prices and telemetry flows each stamp their own `now`
+        "select distinct ingested_at from raw.ingested_files "
+        "union select distinct quarantined_at from quarantine.rejected_files").fetchall())
+    assert len(run_times) == 2
+    assert table_checksums(con, run_times) == reference.tables_any_time
+    con.close()
+    assert not any((home / "staging").iterdir())  # the work folders are removed
+    assert _children() <= before  # the LocalClusters' scheduler, nanny and worker processes are gone
