@@ -26,7 +26,8 @@ BAD_CATALOG = "name,price\nnot,a catalog\n"  # fake on purpose: a file the SkyPi
 def batch(folder: Path) -> tuple[list[object], list[Path]]:
     """Bundled files in an order where the writer's part matters: the dated AWS p5.48xlarge price history
     first, then the SkyPilot AWS catalog (its p5.48xlarge us-east-1 rows are compared with the history rows
-    stored just before: the price move), a GCP billing catalog excerpt (an adapter that returns a frame), the two
+    stored just before: the price move), a GCP billing catalog excerpt (an adapter that returns a frame), the
+    AWS offer CSV sample (on-demand, reserved terms and storage volume prices), the two
     telemetry files; plus faults: a file that is no SkyPilot catalog, a missing file, and the SkyPilot AWS
     catalog again under another name (same bytes: 'already ingested' when its turn comes)."""
     from tasks.prices.ingest import PriceSource
@@ -45,6 +46,7 @@ def batch(folder: Path) -> tuple[list[object], list[Path]]:
         PriceSource(folder / "missing.csv", "aws", "skypilot"),
         PriceSource(again, "aws", "skypilot"),
         configured["gcp_billing_catalog_skus_page_excerpt_opencost.json"],
+        configured["aws_pricelist_ec2_offer_index_sample_v20250912225308.csv"],
     ]
     telemetry = [TELEMETRY_SAMPLES / "published_benchmarks.csv",
                  TELEMETRY_SAMPLES / "published_benchmarks_dgxc_torchtitan.csv"]
@@ -150,8 +152,8 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
     statuses = {Path(o.source_file).name: o.status for o in outcomes}
     assert statuses["not_a_catalog.csv"] == statuses["missing.csv"] == "quarantined"
     assert statuses["aws_again.csv"] == "already_ingested"  # same bytes as skypilot_v8_aws_gpu_subset.csv
-    # loaded: the p5 history, the AWS catalog, the GCP excerpt and both telemetry files
-    assert sum(o.status == "loaded" for o in outcomes) == 5
+    # loaded: the p5 history, the AWS catalog, the GCP excerpt, the AWS offer CSV and both telemetry files
+    assert sum(o.status == "loaded" for o in outcomes) == 6
     assert table_checksums(con) == reference.tables
     # the case the writer's part exists for: SkyPilot's p5.48xlarge us-east-1 on-demand rows have an earlier
     # observation of the same offer only in the history file stored before them (their price move)
