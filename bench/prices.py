@@ -15,8 +15,9 @@ SECTION = "1. price ingest (SkyPilot CSV)"
 OFFER_SECTION = "1b. price ingest (AWS offer CSV)"
 
 
-def ingest(path: str, home: str) -> dict[str, Any]:
-    """Measured step: one price file into an empty warehouse (set-up and the GX import not timed)."""
+def ingest(path: str, home: str, fmt: str = "skypilot") -> dict[str, Any]:
+    """Measured step: one price file of format `fmt` (skypilot, aws-offer) into an empty warehouse (set-up and
+    the GX import not timed)."""
     fresh_home(Path(home))
     from tasks.prices.ingest import PriceSource, ingest_price_file
     from tasks.reference import load_reference_tables, read_aliases
@@ -27,32 +28,13 @@ def ingest(path: str, home: str) -> dict[str, Any]:
     load_reference_tables(con)
     aliases = read_aliases()
     with timed() as t:
-        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", "skypilot"), aliases, datetime.now(UTC))
+        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", fmt), aliases, datetime.now(UTC))
     con.close()
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
     return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
-            "rows_quarantined": outcome.rows_quarantined, "gx_import_s": gx_import_s}
-
-
-def ingest_offer(path: str, home: str) -> dict[str, Any]:
-    """Measured step: one AWS offer CSV into an empty warehouse (set-up and the GX import not timed)."""
-    fresh_home(Path(home))
-    from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
-    from tasks.warehouse import connect
-
-    gx_import_s = warm_validation()
-    con = connect()
-    load_reference_tables(con)
-    aliases = read_aliases()
-    with timed() as t:
-        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", "aws-offer"), aliases, datetime.now(UTC))
-    con.close()
-    if outcome.status != "loaded":
-        raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
-    return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
-            "rows_skipped": outcome.rows_skipped, "gx_import_s": gx_import_s}
+            "rows_quarantined": outcome.rows_quarantined, "rows_skipped": outcome.rows_skipped,
+            "gx_import_s": gx_import_s}
 
 
 def run_offer(cfg: BenchConfig) -> list[Row]:
@@ -61,7 +43,8 @@ def run_offer(cfg: BenchConfig) -> list[Row]:
     path = cfg.work_dir / "prices" / f"aws_offer_{cfg.offer_bytes}.csv"
     if not path.exists():
         write_aws_offer_csv(path, cfg.offer_bytes)
-    result = run_step("prices:ingest_offer", path=str(path), home=str(cfg.work_dir / "prices" / "home-offer"))
+    result = run_step("prices:ingest", path=str(path), home=str(cfg.work_dir / "prices" / "home-offer"),
+                      fmt="aws-offer")
     floor = run_step("floors:load_file", path=str(path), database=str(cfg.work_dir / "prices" / "floor.duckdb"))
     return [Row(
         OFFER_SECTION, "ingest_price_file (aws-offer CSV) vs read_csv", result["rows_read"] + result["rows_skipped"],
