@@ -133,25 +133,31 @@ def ingest_memory_limit() -> str:
 
 
 @contextmanager
-def ingest_limits(
-    con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, spill: Path | None = None
-) -> Iterator[None]:
-    """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder in
-    GPUCOST_HOME, so a file of any size streams through DuckDB's out-of-core operators instead of growing
-    the process; the previous cap is restored afterwards (DuckDB keeps a spill folder once it has used one).
-    A worker staging a file away from the warehouse passes its cap and a spill folder of its own."""
-    limit = memory_limit or ingest_memory_limit()
+def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path) -> Iterator[None]:
+    """DuckDB's memory capped at `memory_limit` for the block, spilling to `spill`; the previous cap is restored
+    afterwards (the spill folder stays: DuckDB does not allow switching it once used). Ingest and publish both."""
     previous_limit, temp_directory = query(con, "publish/duckdb_limits").fetchall()[0]
-    if spill is None:
-        spill = paths().home / str(load_config("settings").get("ingest", {}).get("temp_directory", "duckdb_spill"))
     if temp_directory != str(spill):
         spill.mkdir(parents=True, exist_ok=True)
         try:
             execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
         except duckdb.Error:
             pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
-    execute(con, "publish/set_memory_limit", {"memory_limit": limit})
+    execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})
     try:
         yield
     finally:
         execute(con, "publish/set_memory_limit", {"memory_limit": previous_limit})
+
+
+@contextmanager
+def ingest_limits(
+    con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, spill: Path | None = None
+) -> Iterator[None]:
+    """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder in
+    GPUCOST_HOME, so a file of any size streams through DuckDB's out-of-core operators instead of growing
+    the process. A worker staging a file away from the warehouse passes its cap and a spill folder of its own."""
+    if spill is None:
+        spill = paths().home / str(load_config("settings").get("ingest", {}).get("temp_directory", "duckdb_spill"))
+    with memory_capped(con, memory_limit or ingest_memory_limit(), spill):
+        yield

@@ -20,7 +20,7 @@ from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_ro
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import load_reference_tables
 from tasks.settings import load_config, paths
-from tasks.warehouse import execute, query
+from tasks.warehouse import memory_capped, query
 
 
 @dataclass
@@ -42,21 +42,9 @@ def chart_path(published: Path) -> Path:
 @contextmanager
 def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: dict[str, Any]) -> Iterator[None]:
     """Cap DuckDB's memory for the block (config/ranking.toml [compute]) with a spill folder in GPUCOST_HOME,
-    so 10^7 ranking rows spill to disk instead of exhausting RAM; the memory cap is restored afterwards
-    (the spill folder stays: DuckDB does not allow switching it once used)."""
-    memory_limit, temp_directory = query(con, "publish/duckdb_limits").fetchall()[0]
-    spill = paths().home / str(compute["temp_directory"])
-    if temp_directory != str(spill):
-        spill.mkdir(parents=True, exist_ok=True)
-        try:
-            execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
-        except duckdb.Error:
-            pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
-    execute(con, "publish/set_memory_limit", {"memory_limit": str(compute["memory_limit"])})
-    try:
+    so 10^7 ranking rows spill to disk instead of exhausting RAM."""
+    with memory_capped(con, str(compute["memory_limit"]), paths().home / str(compute["temp_directory"])):
         yield
-    finally:
-        execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})
 
 
 def publish_night(
