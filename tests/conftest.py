@@ -63,3 +63,18 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
     from tests.cli.night import run_night
 
     return run_night(tmp_path_factory.mktemp("cli-night"))
+
+
+# Expensive session fixtures, heaviest first. Under pytest-xdist (`make test` runs two workers) every test
+# that uses one of them goes to the same worker (`--dist loadgroup`), so each is built once, not once per
+# worker; tests that share a state folder (the reliability snapshots) also stay in one process.
+SHARED_SESSION_FIXTURES = ("states", "night", "mlflow_server", "postgres", "trained_home",
+                           "all_training_features", "training_features")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        used = getattr(item, "fixturenames", ())
+        group = next((name for name in SHARED_SESSION_FIXTURES if name in used), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
