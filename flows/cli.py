@@ -474,7 +474,8 @@ def _tokens(value: float) -> str:
 
 @app.command()
 def serve() -> None:
-    """Start what the nightly schedule needs on this machine (local Prefect server and a runner)."""
+    """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
+    prefect.yaml and a worker."""
     from flows.serve import serve as serve_all
 
     with guarded(fail):
