@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,10 @@ NIGHTLY = "nightly/nightly"             # flow name / deployment name
 SERVE_MARK = "GPUCOST_SERVE_PID"        # in the worker's environment, so in every flow run it starts
 
 
+class ServeError(RuntimeError):
+    """A part of the set-up did not start or stopped: said in one line (flows/cli.py)."""
+
+
 class Stopped(BaseException):
     """A stop signal arrived; BaseException so that no `except Exception` on the way swallows it."""
 
@@ -41,7 +46,8 @@ def wait_for_server(api_url: str, timeout: float = 120.0, process: subprocess.Po
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"prefect server exited with status {process.returncode}")
+            raise ServeError(f"prefect server exited with status {process.returncode} "
+                             "(GPUCOST_SERVER_LOGS=1 shows its log)")
         try:
             with urllib.request.urlopen(f"{api_url}/health", timeout=2) as response:
                 if response.status == 200:
@@ -49,7 +55,19 @@ def wait_for_server(api_url: str, timeout: float = 120.0, process: subprocess.Po
         except OSError:
             pass
         time.sleep(0.5)
-    raise TimeoutError(f"the Prefect server at {api_url} did not answer within {timeout:.0f} s")
+    raise ServeError(f"the Prefect server at {api_url} did not answer within {timeout:.0f} s")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Before the server starts: with the port taken by another Prefect server, the health check would answer
+    and this one would deploy into that server."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no obstacle
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise ServeError(f"{host}:{port} is in use ({error.strerror}): another `gpucost serve` or Prefect "
+                             "server? Choose another in config/settings.toml [serve] port") from None
 
 
 def prefect_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
@@ -107,7 +125,7 @@ def deploy_all(env: dict[str, str]) -> None:
                             stdin=subprocess.DEVNULL, capture_output=True, text=True, preexec_fn=die_with_parent)
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip().splitlines()
-        raise RuntimeError("prefect deploy --all failed:\n" + "\n".join(output[-30:]))
+        raise ServeError("prefect deploy --all failed: " + " | ".join(output[-5:]))
 
 
 def override_nightly_schedule(client: Any) -> None:
@@ -180,6 +198,7 @@ def serve() -> None:
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     children: list[subprocess.Popen] = []
     try:
+        check_port_free(host, port)
         children.append(server := start_server(host, port, prefect_home))
         wait_for_server(api_url, process=server)
         print(f"Prefect server: http://{host}:{port} (state in {prefect_home})", flush=True)
@@ -199,7 +218,7 @@ def serve() -> None:
         while True:
             for child, what in ((server, "prefect server"), (worker, "prefect worker")):
                 if child.poll() is not None:
-                    raise RuntimeError(f"{what} exited with status {child.returncode}")
+                    raise ServeError(f"{what} exited with status {child.returncode}")
             time.sleep(1)
     except Stopped as stop:
         for sig in STOP_SIGNALS:

@@ -11,6 +11,8 @@ import os
 import re
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -63,18 +65,40 @@ def flow_runs(http: httpx.Client, deployment_id: str, state: str | None = None) 
     return http.post("/flow_runs/filter", json=query).raise_for_status().json()
 
 
+def serve_config(baseline: Path, config: Path, port: int) -> Path:
+    """The baseline config with this test's sources and `gpucost serve` on `port`."""
+    shutil.copytree(baseline, config)
+    (config / "sources.toml").write_text(SOURCES, encoding="utf-8")
+    settings = config / "settings.toml"
+    settings.write_text(re.sub(r"(?m)^port = \d+", f"port = {port}", settings.read_text(encoding="utf-8")),
+                        encoding="utf-8")
+    return config
+
+
+def test_serve_on_a_port_in_use_says_so_in_one_line(tmp_path: Path, baseline_config_dir: Path) -> None:
+    """Before any server starts: with the port taken (another `gpucost serve`), the health check would answer
+    and serve would deploy into the other server."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = serve_config(baseline_config_dir, tmp_path / "config", port)
+        env = {**os.environ, "GPUCOST_HOME": str(tmp_path / "home"), "GPUCOST_CONFIG_DIR": str(config)}
+        result = subprocess.run([str(Path(sys.executable).with_name("gpucost")), "serve"], env=env,
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: 127.0.0.1:{port} is in use (Address already in use): another `gpucost serve` or Prefect server? "
+        "Choose another in config/settings.toml [serve] port")
+
+
 def test_serve_deploys_prefect_yaml_and_its_worker_runs_one_nightly_at_a_time(
     tmp_path: Path, baseline_config_dir: Path
 ) -> None:
     stop_servers_on_sigterm()
     home = tmp_path / "home"
-    config = tmp_path / "config"
-    shutil.copytree(baseline_config_dir, config)
-    (config / "sources.toml").write_text(SOURCES, encoding="utf-8")
     port = free_port()
-    settings = config / "settings.toml"
-    settings.write_text(re.sub(r"(?m)^port = \d+", f"port = {port}", settings.read_text(encoding="utf-8")),
-                        encoding="utf-8")
+    config = serve_config(baseline_config_dir, tmp_path / "config", port)
     api = f"http://127.0.0.1:{port}/api"
     # a schedule that is not prefect.yaml's, twelve hours from now (no scheduled run starts during the test)
     hour = (datetime.now(ZoneInfo(ZONE)).hour + 12) % 24
