@@ -474,12 +474,17 @@ def _tokens(value: float) -> str:
 
 @app.command()
 def serve() -> None:
-    """Start what the nightly schedule needs on this machine (local Prefect server and a runner)."""
+    """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
+    prefect.yaml and a worker."""
+    from flows.serve import ServeError
     from flows.serve import serve as serve_all
 
-    with guarded(fail):
-        preflight("serve")
-        serve_all()
+    try:
+        with guarded(fail):
+            preflight("serve")
+            serve_all()
+    except ServeError as error:
+        fail(str(error))
 
 
 @app.command()

@@ -67,6 +67,26 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Live processes (readable under /proc, not zombies) whose environment has name=value: what a command
+    started, whatever process group or session the process moved to (a Prefect worker starts each flow run in
+    a session of its own)."""
+    wanted = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # a zombie holds no resources; its parent reaps it
+        except OSError:
+            continue
+        if wanted in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
 def _signal_group(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)

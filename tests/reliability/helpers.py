@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from tasks.interrupts import processes_with_env
 from tasks.settings import PROJECT_ROOT
 
 PYTHON = sys.executable
@@ -133,21 +134,13 @@ def kill_at_marker(child: subprocess.Popen, marker: str, stderr: Path) -> None:
 
 def processes_of(home: Path) -> list[tuple[int, str]]:
     """Every live process whose environment has GPUCOST_HOME=home: the run, whatever it started (Prefect's
-    server, workers) and any orphan of it, wherever it was re-parented."""
-    marker = f"GPUCOST_HOME={home}".encode()
+    server, workers) and any orphan of it, wherever it was re-parented; with its command line."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    for pid in processes_with_env("GPUCOST_HOME", str(home)):
         try:
-            if marker not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            stat = (entry / "stat").read_text()
-            if stat[stat.rindex(")") + 2] == "Z":
-                continue
-            found.append((int(entry.name), (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]))
+            found.append((pid, (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:160]))
         except OSError:
-            continue
+            continue  # ended meanwhile
     return found
 
 

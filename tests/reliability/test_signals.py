@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -188,26 +186,3 @@ def test_sigkill_of_an_ingest_leaves_no_orphan_and_no_half_file(work_home: State
     first, second = (str(driver.PRICES / name) for name, _, _ in reversed(driver.NEW_PRICE_FILES))
     # the first file was in (its line was printed); the second is in whole or not at all
     assert sorted(registered) in (sorted([*base, first]), sorted([*base, first, second])), registered
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_sigterm_stops_serve_its_prefect_server_and_runner(work_home: States, tmp_path: Path) -> None:
-    home = work_home.restore("base")
-    config = shutil.copytree(work_home.config, tmp_path / "config")
-    settings = config / "settings.toml"
-    settings.write_text(re.sub(r"(?m)^port = \d+", f"port = {free_port()}", settings.read_text()))
-    log = tmp_path / "serve.log"
-    child = start(["serve"], own_server_env(work_home, GPUCOST_CONFIG_DIR=str(config), PREFECT_UI_ENABLED="false"),
-                  log)
-    wait_for("the runner", lambda: "Ctrl-C stops" in log.read_text(), child, log)
-    assert server_running(home)
-    seconds = stop_and_time(child, signal.SIGTERM)
-    assert child.returncode == 143, log.read_text()[-3000:]
-    assert seconds < STOP_WITHIN_S, seconds
-    assert_one_line(log.read_text(), "interrupted: `gpucost serve` stopped on SIGTERM")
-    assert nothing_left(home, within=2.0) == []

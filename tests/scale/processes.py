@@ -94,22 +94,3 @@ def http_ok(url: str) -> Callable[[], bool]:
             return False
 
     return ready
-
-
-def processes_with_env(name: str, value: str) -> list[int]:
-    """Pids of processes (readable under /proc) whose environment has name=value: what a test started,
-    whatever process group or session the process moved to."""
-    wanted = f"{name}={value}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue  # a zombie holds no resources; its parent reaps it
-        except OSError:
-            continue
-        if wanted in environ.split(b"\0"):
-            found.append(int(entry.name))
-    return found
