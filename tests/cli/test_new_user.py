@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -195,6 +196,45 @@ def test_no_champion_and_no_published_ranking_are_one_line(night: Night, tmp_pat
         1, f"error: no published ranking at {published}: run `gpucost run` (or `gpucost publish`) first\n")
 
 
-def test_readme_mentions_offers_with_its_output() -> None:
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def readme_offers_examples() -> list[tuple[list[str], list[str]]]:
+    """The `$ gpucost offers ...` commands of the README's "Find an offer" block, each with the lines shown under it."""
     readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    assert "gpucost offers --workload 7b-pretrain-1t --gpu H100" in readme
+    section = readme[readme.index("## Find an offer"):]
+    start = section.index("```console\n") + len("```console\n")
+    block = section[start:section.index("\n```", start)]
+    examples: list[tuple[list[str], list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ gpucost offers"):
+            examples.append((shlex.split(line.removeprefix("$ gpucost ")), []))
+        elif line.strip():
+            examples[-1][1].append(line)
+    return examples
+
+
+def same_up_to_the_shown_digits(shown: str, real: str) -> bool:
+    """The same text and, for every number, the real value within one unit of the last digit shown (another
+    machine's model can differ in the last bits; the README rounds)."""
+    if NUMBER.sub("#", " ".join(shown.split())) != NUMBER.sub("#", " ".join(real.split())):
+        return False
+    for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real), strict=True):
+        decimals = len(a.partition(".")[2])
+        x, y = float(a.replace(",", "")), float(b.replace(",", ""))
+        if abs(x - y) > 1.5 * 10.0 ** -decimals:
+            return False
+    return True
+
+
+def test_readme_offers_examples_are_the_real_output(night: Night) -> None:
+    examples = readme_offers_examples()
+    assert len(examples) >= 3 and any("--csv" in args for args, _ in examples)
+    for args, shown in examples:
+        done = gpucost(*args, env=night.env)
+        assert done.returncode == 0, done.stderr
+        real = done.stdout.splitlines()
+        assert len(real) == len(shown), f"gpucost {' '.join(args)}: {len(real)} lines, README shows {len(shown)}"
+        for shown_line, real_line in zip(shown, real, strict=True):
+            assert same_up_to_the_shown_digits(shown_line, real_line), (
+                f"gpucost {' '.join(args)}\nREADME: {shown_line}\nreal:   {real_line}")
