@@ -564,11 +564,35 @@ def fetch(
              + " (the other providers were ingested; the last good prices are kept)")
 
 
+# Commands that read config/*.toml: every file is validated before the command starts (exit 2, one line).
+CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predict", "workloads"}
+
+
+def check_config(command: str | None, argv: list[str]) -> None:
+    """A wrong config file or environment override is one line naming the file (or variable) and the key,
+    exit 2, before any flow, Prefect server or supervisor starts."""
+    if command not in CONFIG_COMMANDS or "--help" in argv:
+        return
+    from tasks.config import check_all
+    from tasks.preflight import EXIT_CONFIG
+    from tasks.settings import ConfigError
+
+    try:
+        check_all()
+    except ConfigError as error:
+        try:
+            fail(str(error), EXIT_CONFIG)
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
+
+
 def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
+    if not is_worker():  # the supervised worker was checked by its parent
+        check_config(command, argv)
     if command in SUPERVISED and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():

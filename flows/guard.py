@@ -111,10 +111,10 @@ def check_workloads() -> None:
 
 @contextmanager
 def guarded(fail: object) -> Iterator[None]:
-    """Inside a command: a failed pre-flight, a busy warehouse, a bad workloads file, no offers or a full disk
+    """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
     from tasks.ranking.rank import NoOffersError
-    from tasks.ranking.workloads import WorkloadConfigError
+    from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
 
     try:
@@ -123,7 +123,7 @@ def guarded(fail: object) -> Iterator[None]:
         fail(error.problem.message, error.problem.exit_code)  # type: ignore[operator]
     except WarehouseBusyError as error:  # e.g. found by the pre-flight check, which opens the warehouse
         fail(str(error), EXIT_BUSY)  # type: ignore[operator]
-    except WorkloadConfigError as error:
+    except ConfigError as error:  # e.g. a workloads file emptied since the command started
         fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
     except NoOffersError as error:
         fail(str(error), 1)  # type: ignore[operator]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from tasks.prices.adapters import FORMATS
 from tasks.prices.ingest import PriceSource
-from tasks.settings import load_config, resolve_project_path
+from tasks.settings import ConfigError, load_config, resolve_project_path
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ConfigError):
     pass
 
 

@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.settings import config_dir, load_config
-
-WORKLOAD_TYPES = ("pretrain", "sft", "lora", "qlora")   # = Workload.workload
+from tasks.settings import ConfigError, config_dir, load_config
+from tasks.telemetry.contract import WORKLOAD_TYPES
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),
@@ -44,7 +43,7 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-class WorkloadConfigError(ValueError):
+class WorkloadConfigError(ConfigError):
     """config/workloads.toml has a key of the wrong type, sign or range, names something config/ranking.toml
     does not define, or defines no workload. The message names the file, the workload and the key."""
 
@@ -61,7 +60,7 @@ class Workload(BaseModel):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal["pretrain", "sft", "lora", "qlora"]
+    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type]
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None

@@ -20,14 +20,22 @@ from typing import Any
 import polars as pl
 
 from tasks.settings import load_config
-from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA, WORKLOAD_TYPES
+from tasks.telemetry.contract import (
+    CHECKPOINTING_KINDS,
+    INPUT_KINDS,
+    LOW_PRECISION_FAMILIES,
+    NORMALISED_COLUMNS,
+    NORMALISED_SCHEMA,
+    PRECISION_FAMILIES,
+    PRECISION_RECIPES,
+    WORKLOAD_TYPES,
+)
 
-CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")   # precision families
-CONTRACT_RECIPES = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
+CONTRACT_PRECISIONS = PRECISION_FAMILIES
+CONTRACT_RECIPES = PRECISION_RECIPES
 CONTRACT_WORKLOADS = WORKLOAD_TYPES
-CONTRACT_CHECKPOINTING = ("none", "selective", "full")
+CONTRACT_CHECKPOINTING = CHECKPOINTING_KINDS
 DEFAULT_WORKLOAD = "pretrain"
-LOW_PRECISION_FAMILIES = ("fp8", "fp4")  # families whose runs name a scaling recipe
 
 _SPACES = re.compile(r"\s+")
 
