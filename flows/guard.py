@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tasks import config
 from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks.preflight import (
     EXIT_BUSY,
@@ -22,20 +23,19 @@ from tasks.preflight import (
     check_stores,
     disk_full_file,
     disk_full_message,
-    preflight_settings,
 )
-from tasks.settings import load_config, paths
+from tasks.settings import paths
 
 # Commands that start a Prefect server (or run long): run under the supervisor.
 SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
 
 
 def grace_seconds() -> float:
-    return float(load_config("settings").get("signals", {}).get("stop_grace_seconds", 5))
+    return config.settings().signals.stop_grace_seconds
 
 
 def min_free_mb() -> float:
-    return preflight_settings(load_config("settings"))
+    return config.settings().preflight.min_free_mb
 
 
 def served_note(started: datetime) -> str:
