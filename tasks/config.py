@@ -167,6 +167,9 @@ class TelemetryReference(Strict):
     model_shapes: str = "data/reference/model_shapes.csv"
     matmul_ceilings: str = "data/reference/gpu_matmul_ceilings.csv"
 
+    def path(self, name: Literal["model_shapes", "matmul_ceilings"]) -> Path:
+        return resolve_project_path(getattr(self, name))
+
 
 class TelemetryValidation(Strict):
     max_implied_peak_ratio: Positive = 1.0
@@ -182,12 +185,25 @@ class Telemetry(Strict):
     workload: dict[str, Literal[WORKLOAD_TYPES]] = {}  # type: ignore[valid-type]
     activation_checkpointing: dict[str, Literal[CHECKPOINTING_KINDS]] = {}  # type: ignore[valid-type]
 
+    @field_validator("precision")
+    @classmethod
+    def _low_precision_names_its_recipe(cls, table: dict[str, Any]) -> dict[str, Any]:
+        for key, value in table.items():
+            if isinstance(value, str) and value in LOW_PRECISION_FAMILIES:
+                raise ValueError(f"{key!r} = {value!r}: fp8/fp4 spellings name their recipe, e.g. "
+                                 f'{{ family = "{value}", recipe = "delayed" }}')
+        return table
+
+    def family_and_recipe(self, value: str | PrecisionSpec) -> tuple[str, str]:
+        """A [precision] value: "bf16" (family, recipe none) or { family = "fp8", recipe = "rowwise" }."""
+        return (value, "none") if isinstance(value, str) else (value.family, value.recipe)
+
 
 # ----------------------------------------------------------------------------------- mlflow_telemetry.toml
 
 
 class MlflowDefaults(Strict):
-    warmup_steps: Annotated[int, Field(ge=0)] = 10
+    warmup_steps: Annotated[int, Field(ge=0)] = 0
     eval_metric_prefixes: list[str] = []
     power_metric_pattern: str = r"^system/(?:[^/]+/)?gpu_(\d+)_power_usage_watts$"
     page_size: Count = 500
@@ -525,10 +541,8 @@ def read_toml(name: str) -> dict[str, Any]:
 
 
 def _with_overrides(name: str, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
-    """The file's tables with the environment's overrides applied (settings.toml only)."""
-    if name != "settings":
-        return raw, {}
-    overrides = Environment.current().settings_overrides()
+    """The file's tables with the environment's overrides applied (tasks.settings.Environment.overrides)."""
+    overrides = Environment.current().overrides(name)
     if not overrides:
         return raw, {}
     merged = _deep_copy(raw)
@@ -563,7 +577,7 @@ def load(name: str) -> Any:
         raise KeyError(f"no configuration file {name!r} (one of {', '.join(MODELS)})")
     path = config_file(name)
     read_toml(name)  # missing / unreadable / not TOML: said first
-    return _validated(name, str(path), path.stat().st_mtime_ns, Environment.current().key())
+    return _validated(name, str(path), path.stat().st_mtime_ns, Environment.current().key(name))
 
 
 def settings() -> Settings:

@@ -67,15 +67,18 @@ class Environment(BaseSettings):
                 f"GPUCOST_{str(first['loc'][0]).upper()}"
             raise ConfigError(f"{variable}: {what_was_wrong(first)}") from None
 
-    def settings_overrides(self) -> dict[tuple[str, ...], tuple[str, Any]]:
-        """config/settings.toml key path -> (variable, value) for the overrides that are set."""
-        chosen = {("ingest", "runner", "kind"): ("GPUCOST_INGEST_RUNNER", self.ingest_runner),
-                  ("ingest", "runner", "workers"): ("GPUCOST_INGEST_WORKERS", self.ingest_workers)}
+    def overrides(self, file: str) -> dict[tuple[str, ...], tuple[str, Any]]:
+        """Key path in config/<file>.toml -> (variable, value), for the overrides that are set."""
+        chosen = {
+            "settings": {("ingest", "runner", "kind"): ("GPUCOST_INGEST_RUNNER", self.ingest_runner),
+                         ("ingest", "runner", "workers"): ("GPUCOST_INGEST_WORKERS", self.ingest_workers)},
+            "ranking": {("publish", "parquet_dir"): ("GPUCOST_PARQUET_DIR", self.parquet_dir)},
+        }.get(file, {})
         return {path: (name, value) for path, (name, value) in chosen.items() if value not in (None, "")}
 
-    def key(self) -> tuple[Any, ...]:
-        """What a cached config depends on besides its file."""
-        return tuple(sorted((p, v) for p, (_, v) in self.settings_overrides().items()))
+    def key(self, file: str) -> tuple[Any, ...]:
+        """What a cached config/<file>.toml depends on besides the file."""
+        return tuple(sorted((p, v) for p, (_, v) in self.overrides(file).items()))
 
 
 @cache
