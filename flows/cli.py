@@ -537,15 +537,16 @@ def fetch(
     ] = None,
 ) -> None:
     """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
-    from tasks.fetch.config import FetchConfigError, check_providers, load_fetch_config
+    from tasks.fetch.config import check_providers, load_fetch_config
     from tasks.publishing.lock import check_warehouse_free
+    from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
 
     try:
         # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
         names = check_providers(list(provider or load_fetch_config().providers))
         check_warehouse_free()
-    except FetchConfigError as error:
+    except ConfigError as error:  # FetchConfigError too; a missing fetch.toml
         fail(str(error), 2)
     except WarehouseBusyError as error:
         fail(str(error), 4)

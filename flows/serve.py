@@ -19,8 +19,9 @@ from typing import Any
 
 import yaml
 
+from tasks import config
 from tasks.interrupts import die_with_parent
-from tasks.settings import PROJECT_ROOT, load_config, paths
+from tasks.settings import PROJECT_ROOT, paths
 
 PREFECT_YAML = PROJECT_ROOT / "prefect.yaml"
 
@@ -113,8 +114,8 @@ def runner_deployments(specs: list[DeploymentSpec]) -> list[Any]:
 
 
 def serve() -> None:
-    settings = load_config("settings").get("serve", {})
-    host, port = settings.get("host", "127.0.0.1"), int(settings.get("port", 4200))
+    settings = config.settings().serve
+    host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
     process = start_server(host, port, paths().prefect_home)
     try:

@@ -608,11 +608,16 @@ def fetch() -> FetchConfig:
     return load("fetch")
 
 
+# A config folder copied before fetching existed has no fetch.toml: the nightly run is then offline.
+OPTIONAL = ("fetch",)
+
+
 def check_all(names: tuple[str, ...] = tuple(MODELS)) -> None:
     """Every config file validated (and the workloads against the ranking), ConfigError at the first problem:
     the command line calls this before any flow starts."""
     for name in names:
-        load(name)
+        if name not in OPTIONAL or config_file(name).exists():
+            load(name)
     if "workloads" in names:
         from tasks.ranking.workloads import load_workloads
 

@@ -40,8 +40,13 @@ class Environment(BaseSettings):
     parquet_dir: str | None = None           # GPUCOST_PARQUET_DIR: over ranking.toml [publish] parquet_dir
     ingest_runner: str | None = None         # GPUCOST_INGEST_RUNNER: over settings.toml [ingest.runner] kind
     ingest_workers: int | None = None        # GPUCOST_INGEST_WORKERS: over settings.toml [ingest.runner] workers
-    nightly_cron: str | None = None          # GPUCOST_NIGHTLY_CRON: the nightly deployment's schedule
-    nightly_timezone: str | None = None      # GPUCOST_NIGHTLY_TIMEZONE
+    # GPUCOST_FETCH_<PROVIDER>_URL: a provider's base URL over config/fetch.toml (mirrors, proxies, tests)
+    fetch_azure_url: str | None = None
+    fetch_aws_url: str | None = None
+    fetch_aws_spot_url: str | None = None
+    fetch_gcp_url: str | None = None
+    fetch_lambda_url: str | None = None
+    fetch_skypilot_url: str | None = None
     mlflow_tracking_uri: str | None = Field(None, validation_alias="MLFLOW_TRACKING_URI")
     prefect_home: Path | None = Field(None, validation_alias="PREFECT_HOME")
 

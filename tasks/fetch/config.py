@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.settings import ConfigError
+from tasks.settings import ConfigError, Environment
 
 PROVIDERS = ("azure", "aws", "aws-spot", "gcp", "lambda", "skypilot")
 
@@ -89,10 +88,8 @@ class FetchConfig(_Strict):
 
     def base_url(self, provider: str) -> str:
         """The provider's base URL: GPUCOST_FETCH_<PROVIDER>_URL if set, else config/fetch.toml."""
-        override = os.environ.get(url_variable(provider))
-        if override:
-            return override
-        return self.section(provider).url
+        override = getattr(Environment.current(), f"fetch_{provider.replace('-', '_')}_url")
+        return override or self.section(provider).url
 
     def section(self, provider: str) -> Any:
         return getattr(self, {"lambda": "lambda_"}.get(provider, provider.replace("-", "_")))
