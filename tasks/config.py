@@ -14,9 +14,11 @@ task functions.
 from __future__ import annotations
 
 import tomllib
+from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -24,7 +26,9 @@ from tasks.fetch.config import FetchConfig
 from tasks.settings import ConfigError, Environment, config_dir, resolve_project_path
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
+    INPUT_KINDS,
     LOW_PRECISION_FAMILIES,
+    MLFLOW_READER_FIELDS,
     PRECISION_FAMILIES,
     PRECISION_RECIPES,
     WORKLOAD_TYPES,
@@ -219,7 +223,7 @@ class Throughput(Strict):
     seconds: Any = None
 
 
-class Mapping(BaseModel):
+class MlflowMapping(BaseModel):
     """One [mappings.NAME]: contract field -> field spec (resolved by tasks/telemetry/mlflow_source.py, which
     names a bad spec), plus the reader's own keys. A key that is no contract field is a typo."""
 
@@ -230,14 +234,11 @@ class Mapping(BaseModel):
     warmup_steps: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
-    def _contract_fields_only(self) -> Mapping:
-        from tasks.telemetry.contract import INPUT_KINDS
-        from tasks.telemetry.mlflow_source import READER_FIELDS
-
+    def _contract_fields_only(self) -> MlflowMapping:
         for key in self.model_extra or {}:
             if key not in INPUT_KINDS:
                 raise ValueError(f"{key} is not a field of the telemetry contract (a typo?)")
-            if key in READER_FIELDS:
+            if key in MLFLOW_READER_FIELDS:
                 raise ValueError(f"{key} is derived by the reader itself; a mapping cannot set it")
         return self
 
@@ -246,7 +247,7 @@ class MlflowTelemetry(Strict):
     """config/mlflow_telemetry.toml."""
 
     defaults: MlflowDefaults = MlflowDefaults()
-    mappings: dict[str, Mapping] = {}
+    mappings: dict[str, MlflowMapping] = {}
 
 
 # ------------------------------------------------------------------------------------------- ranking.toml
@@ -503,10 +504,45 @@ def what_was_wrong(error: dict[str, Any]) -> str:
     return f"{str(error['msg'])[:1].lower()}{str(error['msg'])[1:]} (got {value!r})"
 
 
-def describe(error: ValidationError, file: str, data: Any, overrides: dict[tuple[str, ...], str] | None = None) -> str:
+def _inner(annotation: Any) -> Any:
+    """Annotated[X, ...] -> X; a union -> its first table-like member (a model, list or dict), else None."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _inner(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        members = [_inner(a) for a in get_args(annotation)]
+        return next((m for m in members if _is_model(m) or get_origin(m) in (list, dict)), None)
+    return annotation
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def keys_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str] | None:
+    """The keys the table holding `loc`'s last part may have (for an unknown key), or None if not a fixed set."""
+    current: Any = model
+    for part in loc[:-1]:
+        if _is_model(current):
+            field = next((f for n, f in current.model_fields.items() if part in (n, f.alias)), None)
+            current = None if field is None else _inner(field.annotation)
+        elif get_origin(current) in (list, dict):
+            current = _inner(get_args(current)[-1])
+        else:
+            return None
+    if _is_model(current) and current.model_config.get("extra") == "forbid":
+        return [f.alias or n for n, f in current.model_fields.items()]
+    return None
+
+
+def describe(error: ValidationError, file: str, data: Any, overrides: dict[tuple[str, ...], str] | None = None,
+             model: type[BaseModel] | None = None) -> str:
     """ONE line for a ValidationError: the file (or the environment variable that set the value), the key
-    path, what was wrong; further problems are counted, not listed."""
+    path, what was wrong (for an unknown key, the keys that table may hold); further problems are counted,
+    not listed."""
     problems = [(p, *_key_path(p, data)) for p in error.errors(include_url=False)]
+    # an unknown key first: a misspelt key is also reported as the real one missing, and the typo is the cause
+    problems.sort(key=lambda p: p[0]["type"] != "extra_forbidden")
     where = problems[0][1]
     # a union's value is reported by the member that got furthest into it (the recipe of a precision table)
     related = [p for p in problems if p[1] == where or p[1].startswith(where + ".")]
@@ -517,7 +553,13 @@ def describe(error: ValidationError, file: str, data: Any, overrides: dict[tuple
             source = f"{variable} (environment, over {file})"
     others = {p[1] for p in problems if p[1] != where and not where.startswith(p[1] + ".")}
     more = f" (and {len(others)} more problem(s) in the file)" if others else ""
-    return f"{source}: {where}: {what_was_wrong(first)}{more}"
+    what = what_was_wrong(first)
+    keys = keys_at(model, tuple(first["loc"])) if model and first["type"] == "extra_forbidden" else None
+    if keys:
+        close = get_close_matches(str(first["loc"][-1]), keys, n=1)
+        what = (f"unknown key (did you mean {close[0]}?)" if close
+                else f"unknown key (a typo? the keys here are {', '.join(keys)})")
+    return f"{source}: {where}: {what}{more}"
 
 
 @cache
@@ -568,7 +610,7 @@ def _validated(name: str, path: str, mtime_ns: int, environment: tuple[Any, ...]
     try:
         return MODELS[name].model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(describe(error, shown(Path(path)), raw, overrides)) from None
+        raise ConfigError(describe(error, shown(Path(path)), raw, overrides, MODELS[name])) from None
 
 
 def load(name: str) -> Any:

@@ -20,6 +20,8 @@ PRECISION_RECIPES: tuple[str, ...] = ("none", "delayed", "current", "tensorwise"
 CHECKPOINTING_KINDS: tuple[str, ...] = ("none", "selective", "full")
 LOW_PRECISION_FAMILIES: tuple[str, ...] = ("fp8", "fp4")  # families whose runs name a scaling recipe
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
+# What the MLflow reader derives from a run itself: a mapping (config/mlflow_telemetry.toml) cannot set these.
+MLFLOW_READER_FIELDS: tuple[str, ...] = ("run_id", "recorded_at", "source", "tokens_per_sec_per_gpu", "avg_power_w")
 
 # Contract columns as read: name -> kind ("text", "float", "int", "timestamp", or a vocabulary: "precision",
 # "workload", "checkpointing").

@@ -29,6 +29,7 @@ import polars as pl
 
 from tasks import config
 from tasks.config import MlflowTelemetry
+from tasks.telemetry.contract import MLFLOW_READER_FIELDS as READER_FIELDS
 from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
 
@@ -36,7 +37,6 @@ SOURCE_PREFIX = "mlflow:"
 SOURCE_REF = "_source_ref"  # per record: mlflow:<run_id> (what source_file is for a file's rows)
 # what a mapping may set besides the contract fields the reader fills in itself
 RESERVED_KEYS = ("throughput", "eval_metric_prefixes", "warmup_steps")
-READER_FIELDS = ("run_id", "recorded_at", "source", "tokens_per_sec_per_gpu", "avg_power_w")
 
 
 class MlflowMappingError(ValueError):

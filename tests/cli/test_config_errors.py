@@ -42,7 +42,10 @@ HOSTILE = {
     "bad enum value": ("settings.toml", 'kind = "sequential"', 'kind = "dsak"',
                        "config/settings.toml: ingest.runner.kind: must be one of 'sequential', 'dask' (got 'dsak')"),
     "unknown key": ("settings.toml", "threads_per_worker = 1", "threads_per_worker = 1\nworker = 4",
-                    "config/settings.toml: ingest.runner.worker: unknown key (a typo?)"),
+                    "config/settings.toml: ingest.runner.worker: unknown key (did you mean workers?)"),
+    "unknown key, nothing like it": ("sources.toml", 'provider = "lambda"', 'provider = "lambda"\nregion = "us-east-1"',
+                                     "config/sources.toml: prices[2].region: unknown key (a typo? the keys here are "
+                                     "path, provider, format, options)"),
     "wrong type": ("ranking.toml", "rows_per_batch = 500000", 'rows_per_batch = "500000"',
                    "config/ranking.toml: compute.rows_per_batch: must be an integer (got '500000')"),
     "out of range": ("ranking.toml", "usable_fraction = 0.9", "usable_fraction = 90",
