@@ -31,7 +31,7 @@ class Environment(BaseSettings):
     """The environment variables that override where state lives and how the pipeline runs (read when asked:
     tests and deployments change them between runs). Unset = the config files' and the defaults' values."""
 
-    model_config = SettingsConfigDict(env_prefix="GPUCOST_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix="GPUCOST_", extra="ignore", frozen=True, env_ignore_empty=True)
 
     home: Path | None = None                 # GPUCOST_HOME: the state folder (default ./.gpucost)
     config_dir: Path | None = None           # GPUCOST_CONFIG_DIR: another folder of config/*.toml
