@@ -7,8 +7,10 @@ ConfigError (the command line's exit code 2). Environment overrides (GPUCOST_ING
 `tasks.settings.Environment` (pydantic-settings) and applied over the file before it is validated, so a bad
 override is named by its variable.
 
-Flows load what they need once (`load(NAME)` or `ProjectConfig.load()`) and pass the typed section into the
-task functions.
+Flows load what they need once (`settings()`, `ranking()`, ... or `load(NAME)`) and pass the typed section
+into the task functions; a task called from many places takes it as a keyword argument and reads the file
+itself only when it is not given. `tasks.settings.load_config` still returns a file's plain tables (validated
+here first) for scripts and tests that edit them.
 """
 
 from __future__ import annotations
