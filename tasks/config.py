@@ -71,8 +71,11 @@ class Validation(Strict):
     prices: PriceValidation = PriceValidation()
 
 
+INGEST_RUNNERS = ("sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
+
+
 class IngestRunner(Strict):
-    kind: Literal["sequential", "dask"] = "sequential"
+    kind: Literal[INGEST_RUNNERS] = INGEST_RUNNERS[0]  # type: ignore[valid-type]
     workers: Count = 2
     threads_per_worker: Count = 1
 
