@@ -542,15 +542,16 @@ def fetch(
     ] = None,
 ) -> None:
     """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
-    from tasks.fetch.config import FetchConfigError, check_providers, load_fetch_config
+    from tasks.fetch.config import check_providers, load_fetch_config
     from tasks.publishing.lock import check_warehouse_free
+    from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
 
     try:
         # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
         names = check_providers(list(provider or load_fetch_config().providers))
         check_warehouse_free()
-    except FetchConfigError as error:
+    except ConfigError as error:  # FetchConfigError too; a missing fetch.toml
         fail(str(error), 2)
     except WarehouseBusyError as error:
         fail(str(error), 4)
@@ -569,11 +570,35 @@ def fetch(
              + " (the other providers were ingested; the last good prices are kept)")
 
 
+# Commands that read config/*.toml: every file is validated before the command starts (exit 2, one line).
+CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predict", "workloads"}
+
+
+def check_config(command: str | None, argv: list[str]) -> None:
+    """A wrong config file or environment override is one line naming the file (or variable) and the key,
+    exit 2, before any flow, Prefect server or supervisor starts."""
+    if command not in CONFIG_COMMANDS or "--help" in argv:
+        return
+    from tasks.config import check_all
+    from tasks.preflight import EXIT_CONFIG
+    from tasks.settings import ConfigError
+
+    try:
+        check_all()
+    except ConfigError as error:
+        try:
+            fail(str(error), EXIT_CONFIG)
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
+
+
 def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
+    if not is_worker():  # the supervised worker was checked by its parent
+        check_config(command, argv)
     if command in SUPERVISED and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tasks import config
 from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks.preflight import (
     EXIT_BUSY,
@@ -22,20 +23,19 @@ from tasks.preflight import (
     check_stores,
     disk_full_file,
     disk_full_message,
-    preflight_settings,
 )
-from tasks.settings import load_config, paths
+from tasks.settings import paths
 
 # Commands that start a Prefect server (or run long): run under the supervisor.
 SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
 
 
 def grace_seconds() -> float:
-    return float(load_config("settings").get("signals", {}).get("stop_grace_seconds", 5))
+    return config.settings().signals.stop_grace_seconds
 
 
 def min_free_mb() -> float:
-    return preflight_settings(load_config("settings"))
+    return config.settings().preflight.min_free_mb
 
 
 def served_note(started: datetime) -> str:
@@ -111,10 +111,10 @@ def check_workloads() -> None:
 
 @contextmanager
 def guarded(fail: object) -> Iterator[None]:
-    """Inside a command: a failed pre-flight, a busy warehouse, a bad workloads file, no offers or a full disk
+    """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
     from tasks.ranking.rank import NoOffersError
-    from tasks.ranking.workloads import WorkloadConfigError
+    from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
 
     try:
@@ -123,7 +123,7 @@ def guarded(fail: object) -> Iterator[None]:
         fail(error.problem.message, error.problem.exit_code)  # type: ignore[operator]
     except WarehouseBusyError as error:  # e.g. found by the pre-flight check, which opens the warehouse
         fail(str(error), EXIT_BUSY)  # type: ignore[operator]
-    except WorkloadConfigError as error:
+    except ConfigError as error:  # e.g. a workloads file emptied since the command started
         fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
     except NoOffersError as error:
         fail(str(error), 1)  # type: ignore[operator]

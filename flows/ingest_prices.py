@@ -11,7 +11,8 @@ from prefect.artifacts import create_markdown_artifact
 
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options
-from tasks import progress
+from tasks import config, progress
+from tasks.config import PriceValidation
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceDataset, PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
@@ -22,14 +23,16 @@ from tasks.warehouse import warehouse
 
 @task(**io_task_options("ingest-price-file"))
 def ingest_price_file_task(
-    con: duckdb.DuckDBPyConnection, source: PriceSource, aliases: pl.DataFrame, ingested_at: datetime
+    con: duckdb.DuckDBPyConnection, source: PriceSource, aliases: pl.DataFrame, ingested_at: datetime,
+    validation: PriceValidation,
 ) -> FileOutcome:
-    return ingest_price_file(con, source, aliases, ingested_at)
+    return ingest_price_file(con, source, aliases, ingested_at, validation)
 
 
 @flow(name="ingest_prices", log_prints=True)
 def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]:
     sources = sources if sources is not None else configured_price_sources()
+    validation = config.settings().validation.prices  # read once, passed to the tasks
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
@@ -37,14 +40,14 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
         aliases = read_aliases()
         if runner.parallel:  # read/stage/validate on the runner's workers, this flow the one writer
             outcomes = ingest_in_parallel(
-                con, PriceDataset(aliases), sources, ingested_at, runner,
+                con, PriceDataset(aliases, validation=validation), sources, ingested_at, runner,
                 lambda source, error: quarantine_unreadable(con, source, error, ingested_at), "ingest prices",
             )
         else:
             outcomes = []
             for number, source in enumerate(sources, start=1):
                 try:
-                    outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at))
+                    outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at, validation))
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
                 progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))

@@ -10,7 +10,6 @@ being staged. Same warehouse either way.
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Callable
@@ -22,19 +21,13 @@ import duckdb
 from prefect import task
 
 from flows.retries import io_task_options
-from tasks import progress
+from tasks import config, progress
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
-from tasks.settings import load_config, paths
+from tasks.settings import paths
 from tasks.summary import outcome_line
 from tasks.warehouse import ingest_memory_limit
-
-RUNNERS = ("sequential", "dask")
-
-
-class IngestRunnerError(ValueError):
-    """config/settings.toml [ingest.runner] (or GPUCOST_INGEST_RUNNER) names something that cannot run."""
 
 
 @dataclass(frozen=True)
@@ -49,16 +42,10 @@ class IngestRunner:
 
 
 def configured_ingest_runner() -> IngestRunner:
-    """[ingest.runner] of config/settings.toml; GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS override it."""
-    cfg = load_config("settings").get("ingest", {}).get("runner", {})
-    kind = os.environ.get("GPUCOST_INGEST_RUNNER") or str(cfg.get("kind", "sequential"))
-    if kind not in RUNNERS:
-        raise IngestRunnerError(f"ingest runner {kind!r} is not one of {', '.join(RUNNERS)} "
-                                "(config/settings.toml [ingest.runner] kind, or GPUCOST_INGEST_RUNNER)")
-    workers = int(os.environ.get("GPUCOST_INGEST_WORKERS") or cfg.get("workers", 2))
-    if workers < 1:
-        raise IngestRunnerError(f"ingest runner workers must be at least 1, not {workers}")
-    return IngestRunner(kind, workers, int(cfg.get("threads_per_worker", 1)))
+    """[ingest.runner] of config/settings.toml, with GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS applied
+    and checked by the loader (tasks/config.py: kind is one of its IngestRunner.kind values)."""
+    cfg = config.settings().ingest.runner
+    return IngestRunner(cfg.kind, cfg.workers, cfg.threads_per_worker)
 
 
 def dask_task_runner(runner: IngestRunner) -> Any:

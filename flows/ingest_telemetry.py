@@ -14,7 +14,8 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options
-from tasks import progress
+from tasks import config, progress
+from tasks.config import TelemetryReference, TelemetryValidation
 from tasks.features import refresh_feature_table
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
@@ -31,9 +32,10 @@ from tasks.warehouse import warehouse
 
 @task(**io_task_options("ingest-telemetry-file"))
 def ingest_telemetry_file_task(
-    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict
+    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict,
+    validation: TelemetryValidation,
 ) -> FileOutcome:
-    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary)
+    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary, validation)
 
 
 @task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
@@ -57,8 +59,8 @@ def mlflow_unreachable(
 
 
 @task(name="refresh-feature-table", cache_policy=NO_CACHE)
-def refresh_feature_table_task(con: duckdb.DuckDBPyConnection) -> int:
-    return refresh_feature_table(con)
+def refresh_feature_table_task(con: duckdb.DuckDBPyConnection, reference: TelemetryReference) -> int:
+    return refresh_feature_table(con, reference=reference)
 
 
 @flow(name="ingest_telemetry", log_prints=True)
@@ -71,23 +73,27 @@ def ingest_telemetry(
     if paths or mlflow:
         paths, sources = [Path(p) for p in paths or []], list(mlflow or [])
     else:
-        paths, sources = configured_telemetry_paths(), configured_mlflow_sources()
+        configured = config.sources()
+        paths, sources = configured_telemetry_paths(configured), configured_mlflow_sources(configured)
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
+    telemetry = config.telemetry()  # read once, passed to the tasks
     with warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
-        vocabulary = load_vocabulary()
+        vocabulary = load_vocabulary(telemetry)
         if runner.parallel and paths:  # read/stage/validate on the runner's workers, this flow the one writer
             outcomes = ingest_in_parallel(
-                con, TelemetryDataset(aliases, vocabulary), [FileSource(p) for p in paths], ingested_at, runner,
+                con, TelemetryDataset(aliases, vocabulary, validation=telemetry.validation),
+                [FileSource(p) for p in paths], ingested_at, runner,
                 lambda source, error: quarantine_unreadable(con, source.path, error, ingested_at), "ingest telemetry",
             )
         else:
             outcomes = []
             for number, path in enumerate(paths, start=1):
                 try:
-                    outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary))
+                    outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary,
+                                                               telemetry.validation))
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
                 progress.step("ingest telemetry: file %d of %d: %s", number, len(paths),
@@ -97,7 +103,7 @@ def ingest_telemetry(
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
-        feature_rows = refresh_feature_table_task(con)
+        feature_rows = refresh_feature_table_task(con, telemetry.reference)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")
     print(report)

@@ -9,6 +9,8 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from tasks import config
+from tasks.config import Ranking, ReferenceFiles
 from tasks.publishing.night import PublishOutcome, publish_night
 from tasks.ranking.rank import ThroughputModel
 from tasks.settings import paths
@@ -28,17 +30,19 @@ def load_champion_task() -> ThroughputModel | None:
 
 
 @task(name="publish-night", cache_policy=NO_CACHE)
-def publish_night_task(champion: ThroughputModel | None, publish_date: date, published_at: datetime) -> PublishOutcome:
+def publish_night_task(champion: ThroughputModel | None, publish_date: date, published_at: datetime,
+                       ranking: Ranking, reference: ReferenceFiles) -> PublishOutcome:
     with warehouse() as con:
-        return publish_night(con, champion, publish_date, published_at)
+        return publish_night(con, champion, publish_date, published_at, ranking=ranking, reference=reference)
 
 
 @flow(name="publish", log_prints=True)
 def publish(publish_date: date | None = None) -> PublishOutcome:
     published_at = datetime.now(UTC)
     publish_date = publish_date or published_at.date()
+    ranking, reference = config.ranking(), config.settings().reference  # read once, passed to the tasks
     champion = load_champion_task()
-    outcome = publish_night_task(champion, publish_date, published_at)
+    outcome = publish_night_task(champion, publish_date, published_at, ranking, reference)
     create_table_artifact(
         key="gpu-cost-top-offers",
         table=outcome.top.to_dicts(),

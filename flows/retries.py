@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect.cache_policies import NO_CACHE
 
-from tasks.settings import load_config
+from tasks import config
 
 
 def _raised_os_error(task: object, task_run: object, state: Any) -> bool:
@@ -17,11 +17,11 @@ def _raised_os_error(task: object, task_run: object, state: Any) -> bool:
 
 def io_task_options(name: str) -> dict[str, Any]:
     """Keyword arguments for `@task(...)` of a task that touches files."""
-    retry = load_config("settings")["prefect"]
+    retry = config.settings().prefect
     return {
         "name": name,
-        "retries": retry["task_retries"],
-        "retry_delay_seconds": retry["task_retry_delay_seconds"],
+        "retries": retry.task_retries,
+        "retry_delay_seconds": retry.task_retry_delay_seconds,
         "retry_condition_fn": _raised_os_error,
         "cache_policy": NO_CACHE,
     }

@@ -22,8 +22,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tasks import config
 from tasks.interrupts import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
-from tasks.settings import PROJECT_ROOT, load_config, paths
+from tasks.settings import PROJECT_ROOT, Environment, paths
 
 WORK_POOL = "gpucost-local"             # the pool every deployment of prefect.yaml names (tests/test_definitions.py)
 NIGHTLY = "nightly/nightly"             # flow name / deployment name
@@ -133,7 +134,8 @@ def override_nightly_schedule(client: Any) -> None:
     drops the runs it had scheduled from the old one)."""
     from prefect.client.schemas.schedules import CronSchedule
 
-    cron, timezone = os.environ.get("GPUCOST_NIGHTLY_CRON"), os.environ.get("GPUCOST_NIGHTLY_TIMEZONE")
+    environment = Environment.current()
+    cron, timezone = environment.nightly_cron, environment.nightly_timezone
     if not cron and not timezone:
         return
     deployment = client.read_deployment_by_name(NIGHTLY)
@@ -187,8 +189,8 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 def serve() -> None:
-    settings = load_config("settings").get("serve", {})
-    host, port = settings.get("host", "127.0.0.1"), int(settings.get("port", 4200))
+    settings = config.settings().serve
+    host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
     prefect_home, mark = paths().prefect_home, str(os.getpid())
 

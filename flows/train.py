@@ -9,6 +9,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.retries import io_task_options
+from tasks import config
+from tasks.config import Models
 from tasks.model.training import TrainingOutcome, read_training_features, train_and_register
 from tasks.warehouse import warehouse
 
@@ -20,14 +22,15 @@ def read_training_features_task() -> pl.DataFrame:
 
 
 @task(name="train-and-register", cache_policy=NO_CACHE)
-def train_and_register_task(features: pl.DataFrame) -> TrainingOutcome:
-    return train_and_register(features)
+def train_and_register_task(features: pl.DataFrame, models: Models) -> TrainingOutcome:
+    return train_and_register(features, models.model_dump())  # tasks/model reads the tables as plain mappings
 
 
 @flow(name="train", log_prints=True)
 def train() -> TrainingOutcome:
+    models = config.models()  # read once, passed to the task
     features = read_training_features_task()
-    outcome = train_and_register_task(features)
+    outcome = train_and_register_task(features, models)
     report = outcome.markdown()
     create_markdown_artifact(report, key="train-summary", description="Candidates, champion decision, coverage")
     print(report)

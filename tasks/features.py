@@ -9,19 +9,12 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tasks.settings import load_config, resolve_project_path
+from tasks import config
+from tasks.config import TelemetryReference
 from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
 from tasks.warehouse import execute, query, registered
 
 FEATURE_ROW = "_feature_row"
-
-
-def model_shapes_path() -> str:
-    return str(resolve_project_path(load_config("telemetry")["reference"]["model_shapes"]))
-
-
-def matmul_ceilings_path() -> str:
-    return str(resolve_project_path(load_config("telemetry")["reference"]["matmul_ceilings"]))
 
 
 def _conform(runs: pl.DataFrame) -> pl.DataFrame:
@@ -33,21 +26,26 @@ def _conform(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.select(columns).with_row_index(FEATURE_ROW)
 
 
-def build_features(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> pl.DataFrame:
+def build_features(
+    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, *, reference: TelemetryReference | None = None
+) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
-    Needs core.gpu_specs (tasks.reference.load_reference_tables)."""
+    Needs core.gpu_specs (tasks.reference.load_reference_tables); the model shapes and matmul ceilings files
+    are config/telemetry.toml [reference] (or `reference`)."""
+    reference = reference or config.telemetry().reference
+    files = {"model_shapes": str(reference.path("model_shapes")),
+             "matmul_ceilings": str(reference.path("matmul_ceilings"))}
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features", {"model_shapes": model_shapes_path(),
-                                                      "matmul_ceilings": matmul_ceilings_path()}).pl()
+        features = query(con, "features/build_features", files).pl()
     return features.select(FEATURE_COLUMNS)
 
 
-def refresh_feature_table(con: duckdb.DuckDBPyConnection) -> int:
+def refresh_feature_table(con: duckdb.DuckDBPyConnection, *, reference: TelemetryReference | None = None) -> int:
     """(Re)build features.training_runs from core.telemetry_runs; returns its row count."""
     runs = query(con, "features/telemetry_runs").pl()
-    features = build_features(con, runs)
+    features = build_features(con, runs, reference=reference)
     with registered(con, "training_run_features", features):
         execute(con, "features/replace_training_runs")
     return features.height

@@ -19,7 +19,6 @@ import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -142,10 +141,6 @@ def mlflow_problem(tracking_uri: str) -> Problem | None:
                    f"the MLflow store {path} is damaged ({cause}); training is skipped and the ranking uses no model "
                    "until you restore it from a backup, or move it aside (the next `gpucost train` starts a new "
                    "registry)", EXIT_DAMAGED)
-
-
-def preflight_settings(settings: dict[str, Any]) -> float:
-    return float(settings.get("preflight", {}).get("min_free_mb", 256))
 
 
 @dataclass

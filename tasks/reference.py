@@ -8,13 +8,15 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tasks.settings import load_config, resolve_project_path
+from tasks import config
+from tasks.config import ReferenceFiles
 from tasks.warehouse import execute
 
 
-def reference_paths() -> dict[str, Path]:
-    cfg = load_config("settings")["reference"]
-    return {name: resolve_project_path(value) for name, value in cfg.items()}
+def reference_paths(reference: ReferenceFiles | None = None) -> dict[str, Path]:
+    """config/settings.toml [reference] (or `reference`) as absolute paths."""
+    reference = reference or config.settings().reference
+    return {"gpu_specs": reference.path("gpu_specs"), "gpu_aliases": reference.path("gpu_aliases")}
 
 
 def read_aliases(path: Path | None = None) -> pl.DataFrame:

@@ -7,11 +7,13 @@ store or the Prefect API elsewhere without touching code.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SQL_DIR = PROJECT_ROOT / "sql"
@@ -20,23 +22,96 @@ DATA_DIR = PROJECT_ROOT / "data"
 REFERENCE_DIR = DATA_DIR / "reference"
 
 
+class ConfigError(ValueError):
+    """A configuration file or an environment override is wrong: one line naming the file (or the variable),
+    the key and what was wrong. The command line exits with code 2 (tasks.preflight.EXIT_CONFIG)."""
+
+
+class Environment(BaseSettings):
+    """The environment variables that override where state lives and how the pipeline runs (read when asked:
+    tests and deployments change them between runs). Unset = the config files' and the defaults' values."""
+
+    model_config = SettingsConfigDict(env_prefix="GPUCOST_", extra="ignore", frozen=True, env_ignore_empty=True)
+
+    home: Path | None = None                 # GPUCOST_HOME: the state folder (default ./.gpucost)
+    config_dir: Path | None = None           # GPUCOST_CONFIG_DIR: another folder of config/*.toml
+    warehouse: Path | None = None            # GPUCOST_WAREHOUSE
+    published: Path | None = None            # GPUCOST_PUBLISHED
+    parquet_dir: str | None = None           # GPUCOST_PARQUET_DIR: over ranking.toml [publish] parquet_dir
+    ingest_runner: str | None = None         # GPUCOST_INGEST_RUNNER: over settings.toml [ingest.runner] kind
+    ingest_workers: int | None = None        # GPUCOST_INGEST_WORKERS: over settings.toml [ingest.runner] workers
+    nightly_cron: str | None = None          # GPUCOST_NIGHTLY_CRON: `gpucost serve` over prefect.yaml's nightly cron
+    nightly_timezone: str | None = None      # GPUCOST_NIGHTLY_TIMEZONE: and its timezone
+    # GPUCOST_FETCH_<PROVIDER>_URL: a provider's base URL over config/fetch.toml (mirrors, proxies, tests)
+    fetch_azure_url: str | None = None
+    fetch_aws_url: str | None = None
+    fetch_aws_spot_url: str | None = None
+    fetch_gcp_url: str | None = None
+    fetch_lambda_url: str | None = None
+    fetch_skypilot_url: str | None = None
+    mlflow_tracking_uri: str | None = Field(None, validation_alias="MLFLOW_TRACKING_URI")
+    prefect_home: Path | None = Field(None, validation_alias="PREFECT_HOME")
+
+    @classmethod
+    def variables(cls) -> tuple[str, ...]:
+        return tuple(str(f.validation_alias or f"GPUCOST_{name.upper()}") for name, f in cls.model_fields.items())
+
+    @classmethod
+    def current(cls) -> Environment:
+        """The environment now, or ConfigError naming the variable whose value cannot be read."""
+        return _environment(tuple(os.environ.get(name) for name in cls.variables()))
+
+    @classmethod
+    def read(cls) -> Environment:
+        try:
+            return cls()
+        except ValidationError as error:
+            from tasks.config import what_was_wrong
+
+            first = error.errors(include_url=False)[0]
+            field = cls.model_fields.get(str(first["loc"][0]))
+            variable = str(field.validation_alias) if field and field.validation_alias else \
+                f"GPUCOST_{str(first['loc'][0]).upper()}"
+            raise ConfigError(f"{variable}: {what_was_wrong(first)}") from None
+
+    def overrides(self, file: str) -> dict[tuple[str, ...], tuple[str, Any]]:
+        """Key path in config/<file>.toml -> (variable, value), for the overrides that are set."""
+        chosen = {
+            "settings": {("ingest", "runner", "kind"): ("GPUCOST_INGEST_RUNNER", self.ingest_runner),
+                         ("ingest", "runner", "workers"): ("GPUCOST_INGEST_WORKERS", self.ingest_workers)},
+            "ranking": {("publish", "parquet_dir"): ("GPUCOST_PARQUET_DIR", self.parquet_dir)},
+        }.get(file, {})
+        return {path: (name, value) for path, (name, value) in chosen.items() if value not in (None, "")}
+
+    def key(self, file: str) -> tuple[Any, ...]:
+        """What a cached config/<file>.toml depends on besides the file."""
+        return tuple(sorted((p, v) for p, (_, v) in self.overrides(file).items()))
+
+
+@cache
+def _environment(values: tuple[str | None, ...]) -> Environment:
+    """Reading the environment through pydantic-settings takes milliseconds: once per set of values."""
+    return Environment.read()
+
+
 @dataclass(frozen=True)
 class Paths:
     """The state folder (`GPUCOST_HOME`) and what it holds."""
 
     home: Path
+    environment: Environment
 
     @property
     def warehouse(self) -> Path:
-        return Path(os.environ.get("GPUCOST_WAREHOUSE", self.home / "warehouse.duckdb"))
+        return self.environment.warehouse or self.home / "warehouse.duckdb"
 
     @property
     def published(self) -> Path:
-        return Path(os.environ.get("GPUCOST_PUBLISHED", self.home / "published.duckdb"))
+        return self.environment.published or self.home / "published.duckdb"
 
     @property
     def mlflow_tracking_uri(self) -> str:
-        return os.environ.get("MLFLOW_TRACKING_URI", f"sqlite:///{self.home / 'mlflow' / 'mlflow.db'}")
+        return self.environment.mlflow_tracking_uri or f"sqlite:///{self.home / 'mlflow' / 'mlflow.db'}"
 
     @property
     def mlflow_artifacts(self) -> Path:
@@ -44,7 +119,7 @@ class Paths:
 
     @property
     def prefect_home(self) -> Path:
-        return Path(os.environ.get("PREFECT_HOME", self.home / "prefect"))
+        return self.environment.prefect_home or self.home / "prefect"
 
     @property
     def run_lock(self) -> Path:
@@ -53,26 +128,22 @@ class Paths:
 
 def paths() -> Paths:
     """Resolve the state folder now (tests change `GPUCOST_HOME` between cases)."""
-    home = Path(os.environ.get("GPUCOST_HOME", Path.cwd() / ".gpucost")).resolve()
-    return Paths(home=home)
+    environment = Environment.current()
+    home = (environment.home or Path.cwd() / ".gpucost").resolve()
+    return Paths(home=home, environment=environment)
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("GPUCOST_CONFIG_DIR", PROJECT_ROOT / "config")).resolve()
-
-
-@cache
-def _read_toml(path: str, mtime_ns: int) -> dict[str, Any]:
-    with open(path, "rb") as fh:
-        return tomllib.load(fh)
+    return (Environment.current().config_dir or PROJECT_ROOT / "config").resolve()
 
 
 def load_config(name: str) -> dict[str, Any]:
-    """Read `config/<name>.toml` (or the same file under `GPUCOST_CONFIG_DIR`)."""
-    path = config_dir() / f"{name}.toml"
-    if not path.exists():
-        raise FileNotFoundError(f"configuration file {path} is missing")
-    return _read_toml(str(path), path.stat().st_mtime_ns)
+    """`config/<name>.toml` (or the same file under `GPUCOST_CONFIG_DIR`) as plain tables, validated first
+    by its typed model (tasks/config.py; ConfigError in one line). New code takes the typed model instead."""
+    from tasks.config import load, read_toml
+
+    load(name)
+    return read_toml(name)
 
 
 def resolve_project_path(value: str | Path, base: Path | None = None) -> Path:
@@ -86,7 +157,10 @@ def configure_prefect_environment() -> None:
 
     Must run before `prefect` is imported: Prefect reads its settings once, at import.
     """
-    p = paths()
+    try:
+        p = paths()
+    except ConfigError:
+        return  # a bad override: the command line says so in one line before anything runs
     os.environ.setdefault("PREFECT_HOME", str(p.prefect_home))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
     Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)

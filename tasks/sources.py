@@ -6,12 +6,14 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
+from tasks import config
+from tasks.config import Sources
 from tasks.prices.adapters import FORMATS
 from tasks.prices.ingest import PriceSource
-from tasks.settings import load_config, resolve_project_path
+from tasks.settings import ConfigError, resolve_project_path
 
 
-class SourceConfigError(ValueError):
+class SourceConfigError(ConfigError):
     pass
 
 
@@ -21,24 +23,18 @@ def _expand(pattern: str) -> list[Path]:
     return matches or [path]  # a missing file is reported by the ingest, not hidden here
 
 
-def configured_price_sources() -> list[PriceSource]:
-    sources: list[PriceSource] = []
-    for index, entry in enumerate(load_config("sources").get("prices", []), start=1):
-        missing = {"path", "provider", "format"} - entry.keys()
-        if missing:
-            raise SourceConfigError(f"sources.toml [[prices]] entry {index}: missing {', '.join(sorted(missing))}")
-        if entry["format"] not in FORMATS:
-            raise SourceConfigError(
-                f"sources.toml [[prices]] entry {index}: unknown format {entry['format']!r} "
-                f"(one of {', '.join(FORMATS)})"
-            )
+def configured_price_sources(sources: Sources | None = None) -> list[PriceSource]:
+    """The [[prices]] entries of config/sources.toml (or `sources`), each glob expanded. Keys and formats were
+    checked when the file was read (tasks/config.py)."""
+    found: list[PriceSource] = []
+    for entry in (sources or config.sources()).prices:
         options = {
-            key: str(resolve_project_path(value)) if key.endswith(("_vms", "_path", "_file")) else value
-            for key, value in entry.get("options", {}).items()
+            key: str(resolve_project_path(str(value))) if key.endswith(("_vms", "_path", "_file")) else value
+            for key, value in entry.options.items()
         }
-        for path in _expand(entry["path"]):
-            sources.append(PriceSource(path, entry["provider"], entry["format"], options))
-    return sources
+        for path in _expand(entry.path):
+            found.append(PriceSource(path, entry.provider, entry.format, options))
+    return found
 
 
 def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) -> list[PriceSource]:
@@ -62,10 +58,10 @@ def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) 
     return chosen
 
 
-def configured_telemetry_paths() -> list[Path]:
+def configured_telemetry_paths(sources: Sources | None = None) -> list[Path]:
     paths: list[Path] = []
-    for entry in load_config("sources").get("telemetry", []):
-        paths.extend(_expand(entry["path"]))
+    for entry in (sources or config.sources()).telemetry:
+        paths.extend(_expand(entry.path))
     return paths
 
 

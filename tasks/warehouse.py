@@ -14,7 +14,8 @@ from typing import Any
 
 import duckdb
 
-from tasks.settings import SQL_DIR, load_config, paths
+from tasks import config
+from tasks.settings import SQL_DIR, paths
 
 
 class WarehouseBusyError(RuntimeError):
@@ -129,7 +130,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 def ingest_memory_limit() -> str:
     """DuckDB's memory cap while one file is ingested (config/settings.toml [ingest] memory_limit)."""
-    return str(load_config("settings").get("ingest", {}).get("memory_limit", "400MB"))
+    return config.settings().ingest.memory_limit
 
 
 @contextmanager
@@ -158,6 +159,6 @@ def ingest_limits(
     GPUCOST_HOME, so a file of any size streams through DuckDB's out-of-core operators instead of growing
     the process. A worker staging a file away from the warehouse passes its cap and a spill folder of its own."""
     if spill is None:
-        spill = paths().home / str(load_config("settings").get("ingest", {}).get("temp_directory", "duckdb_spill"))
+        spill = paths().home / config.settings().ingest.temp_directory
     with memory_capped(con, memory_limit or ingest_memory_limit(), spill):
         yield

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.settings import load_config
+from tasks.settings import ConfigError, Environment
 
 PROVIDERS = ("azure", "aws", "aws-spot", "gcp", "lambda", "skypilot")
 
 
-class FetchConfigError(ValueError):
+class FetchConfigError(ConfigError):
     """config/fetch.toml is wrong (one line naming the field)."""
 
 
@@ -79,12 +78,18 @@ class FetchConfig(_Strict):
     lambda_: LambdaConfig = Field(LambdaConfig(), alias="lambda")  # a fetch.toml from before [lambda] still loads
     skypilot: SkypilotConfig
 
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(cls, names: list[str]) -> list[str]:
+        unknown = [n for n in names if n not in PROVIDERS]
+        if unknown:
+            raise ValueError(f"unknown {', '.join(unknown)} (one of {', '.join(PROVIDERS)})")
+        return names
+
     def base_url(self, provider: str) -> str:
         """The provider's base URL: GPUCOST_FETCH_<PROVIDER>_URL if set, else config/fetch.toml."""
-        override = os.environ.get(url_variable(provider))
-        if override:
-            return override
-        return self.section(provider).url
+        override = getattr(Environment.current(), f"fetch_{provider.replace('-', '_')}_url")
+        return override or self.section(provider).url
 
     def section(self, provider: str) -> Any:
         return getattr(self, {"lambda": "lambda_"}.get(provider, provider.replace("-", "_")))
@@ -95,19 +100,10 @@ def url_variable(provider: str) -> str:
 
 
 def load_fetch_config() -> FetchConfig:
-    raw = load_config("fetch")
-    try:
-        config = FetchConfig.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise FetchConfigError(f"config/fetch.toml: {where}: {first['msg']}") from error
-    unknown = [p for p in config.providers if p not in PROVIDERS]
-    if unknown:
-        raise FetchConfigError(
-            f"config/fetch.toml: providers: unknown {', '.join(unknown)} (one of {', '.join(PROVIDERS)})"
-        )
-    return config
+    """config/fetch.toml (tasks/config.py validates it: ConfigError in one line naming the key)."""
+    from tasks.config import fetch
+
+    return fetch()
 
 
 def check_providers(names: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
+from tasks import config as project_config
 from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.design import TARGET, tokens_per_sec
@@ -66,7 +67,6 @@ from tasks.model.tracking import (
     connect_tracking,
     version_by_alias,
 )
-from tasks.settings import load_config
 from tasks.warehouse import query
 
 log = logging.getLogger("gpucost.train")
@@ -480,7 +480,7 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
                        tracking_uri: str | None = None) -> TrainingOutcome:
     """The whole training step on a feature table (rows of features.training_runs)."""
     started = time.perf_counter()
-    config = config or load_config("models")
+    config = config or project_config.models().model_dump()
     data = prepare_training_data(features)
     if data.rows < MIN_TRAINING_ROWS:
         raise NotEnoughTelemetryError(f"{data.rows} usable training rows in features.training_runs "

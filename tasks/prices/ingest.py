@@ -12,12 +12,13 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks import config
+from tasks.config import PriceValidation
 from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.validation import ROW_KEY
 from tasks.prices.adapters import AdapterContext, AdapterError, conform, reference_table, registry
-from tasks.settings import load_config
 from tasks.warehouse import execute, query, registered
 
 OVERRIDES_FILE = "gpu_instance_overrides.csv"
@@ -41,23 +42,26 @@ class PriceDataset(Dataset):
     # the price move is measured against the observations stored so far: the writer's part
     history_columns = frozenset({"previous_usd_per_hour", "price_move_factor"})
 
-    def __init__(self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None) -> None:
+    def __init__(
+        self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None, validation: PriceValidation | None = None
+    ) -> None:
         self.aliases = aliases.select("alias", "gpu")
         self.overrides = read_overrides() if overrides is None else overrides
+        self.validation = validation or config.settings().validation.prices
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:
         outcome.provider, outcome.format = source.provider, source.format
 
     def validation_parameters(self) -> dict[str, Any]:
-        cfg = load_config("settings")["validation"]["prices"]
-        return {k: v for k, v in cfg.items() if k.startswith("max_")}
+        return {k: v for k, v in self.validation.model_dump().items() if k.startswith("max_")}
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         source, path = file.source, Path(file.source.path)
         if path.stat().st_size == 0:
             raise FileError(f"cannot read as {source.format}: {path.name}: the file is empty")
         context = AdapterContext(
-            provider=str(source.provider), ingest_time=file.ingested_at, options=source.options or {}
+            provider=str(source.provider), ingest_time=file.ingested_at, options=source.options or {},
+            validation=self.validation,
         )
         reader = duckdb_readers().get(str(source.format))
         result = reader(con, path, context) if reader else None
@@ -150,9 +154,10 @@ def ingest_price_file(
     source: FileSource,
     aliases: pl.DataFrame,
     ingested_at: datetime,
+    validation: PriceValidation | None = None,
 ) -> FileOutcome:
     """One price file through the lifecycle (the public entry point for one file)."""
-    return ingest_file(con, PriceDataset(aliases), source, ingested_at)
+    return ingest_file(con, PriceDataset(aliases, validation=validation), source, ingested_at)
 
 
 def quarantine_unreadable(

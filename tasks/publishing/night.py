@@ -8,18 +8,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import polars as pl
 
+from tasks import config as project_config
+from tasks.config import Ranking, RankingCompute, ReferenceFiles
 from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
 from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_root
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
-from tasks.reference import load_reference_tables
-from tasks.settings import load_config, paths
+from tasks.reference import load_reference_tables, reference_paths
+from tasks.settings import paths
 from tasks.warehouse import memory_capped, query
 
 
@@ -40,10 +41,10 @@ def chart_path(published: Path) -> Path:
 
 
 @contextmanager
-def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: dict[str, Any]) -> Iterator[None]:
+def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: RankingCompute) -> Iterator[None]:
     """Cap DuckDB's memory for the block (config/ranking.toml [compute]) with a spill folder in GPUCOST_HOME,
     so 10^7 ranking rows spill to disk instead of exhausting RAM."""
-    with memory_capped(con, str(compute["memory_limit"]), paths().home / str(compute["temp_directory"])):
+    with memory_capped(con, compute.memory_limit, paths().home / compute.temp_directory):
         yield
 
 
@@ -54,28 +55,35 @@ def publish_night(
     published_at: datetime,
     target: Path | None = None,
     tracking_uri: str | None = None,
+    *,
+    ranking: Ranking | None = None,
+    reference: ReferenceFiles | None = None,
 ) -> PublishOutcome:
+    """`ranking` and `reference` (config/ranking.toml, config/settings.toml [reference]) as the flow loaded
+    them; read from the config folder when not given."""
     target = target or paths().published
-    config = load_config("ranking")
-    load_reference_tables(con)
+    config = ranking or project_config.ranking()
+    reference = reference or project_config.settings().reference
+    load_reference_tables(con, reference_paths(reference))
     versions, note = read_model_versions(tracking_uri or paths().mlflow_tracking_uri)
     notes = [note] if note else []
-    with duckdb_limits(con, config["compute"]):
-        ranking = rank_offers(con, champion, publish_date, published_at, config=config)
-        published = build_published(con, target, versions, int(config["spot"]["history_window_days"]))
-        top = top_offers(con, publish_date, int(config["publish"]["top_offers_per_workload"]))
+    with duckdb_limits(con, config.compute):
+        result = rank_offers(con, champion, publish_date, published_at, config=config,
+                             gpu_specs_file=reference.gpu_specs)
+        published = build_published(con, target, versions, config.spot.history_window_days)
+        top = top_offers(con, publish_date, config.publish.top_offers_per_workload)
         points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
     parquet = None
     try:
-        parquet = export_parquet(published.path, parquet_root(config["publish"]), published_at,
-                                 int(config["publish"]["parquet_snapshots_kept"]))
+        parquet = export_parquet(published.path, parquet_root(config.publish), published_at,
+                                 config.publish.parquet_snapshots_kept)
     except (OSError, duckdb.Error) as error:
         # the database users query is already in place: a shared folder that is down costs only the Parquet copy
         notes.append(f"Parquet copy of the published tables not written: {error}")
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")
-    markdown = summary_markdown(ranking, published, top, chart, notes)
+    markdown = summary_markdown(result, published, top, chart, notes)
     if parquet is not None:
         markdown += f"\nParquet snapshot for other readers: {parquet.path} (pointer {parquet.root / 'LATEST'})\n"
-    return PublishOutcome(ranking, published, top, chart, markdown, notes, parquet)
+    return PublishOutcome(result, published, top, chart, markdown, notes, parquet)

@@ -24,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from tasks.config import Publish
 from tasks.publishing.database import PUBLISHED_TABLES
 from tasks.settings import paths
 
@@ -42,10 +43,10 @@ class ParquetSnapshot:
     removed: list[Path] = field(default_factory=list)      # snapshots past `snapshots_kept`
 
 
-def parquet_root(publish_config: dict[str, Any]) -> Path:
-    """GPUCOST_PARQUET_DIR, else config/ranking.toml [publish] parquet_dir (relative to GPUCOST_HOME)."""
-    configured = os.environ.get("GPUCOST_PARQUET_DIR") or str(publish_config["parquet_dir"])
-    path = Path(configured).expanduser()
+def parquet_root(publish: Publish) -> Path:
+    """config/ranking.toml [publish] parquet_dir, which GPUCOST_PARQUET_DIR overrides (tasks/config.py), relative
+    to GPUCOST_HOME."""
+    path = Path(publish.parquet_dir).expanduser()
     return path if path.is_absolute() else paths().home / path
 
 

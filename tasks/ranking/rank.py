@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import duckdb
 import polars as pl
 
+from tasks import config as project_config
+from tasks.config import Ranking
 from tasks.features import build_features
 from tasks.ranking.workloads import load_workloads, require_workloads
-from tasks.settings import load_config
 from tasks.warehouse import execute, query, registered, transaction
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
@@ -72,25 +73,19 @@ def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: T
     )
 
 
-def gpu_specs_file() -> str:
-    """The GPU specs file as config/settings.toml [reference] names it (for the "no spec row" reason)."""
-    return str(load_config("settings")["reference"]["gpu_specs"])
-
-
-def interruption_rates(config: dict[str, Any]) -> pl.DataFrame:
-    rates = {k: v for k, v in config["spot"]["interruption_rate_per_hour"].items() if k != "default"}
+def interruption_rates(config: Ranking) -> pl.DataFrame:
+    rates = {k: v for k, v in config.spot.interruption_rate_per_hour.items() if k != "default"}
     return pl.DataFrame(
         {"provider": list(rates), "interruption_rate_per_hour": [float(v) for v in rates.values()]},
         schema={"provider": pl.String(), "interruption_rate_per_hour": pl.Float64()},
     )
 
 
-def storage_prices(config: dict[str, Any]) -> pl.DataFrame:
+def storage_prices(config: Ranking) -> pl.DataFrame:
     """config/ranking.toml [checkpoints]: per provider, the price-list storage type that holds checkpoints
     and the configured USD per GB-month (used where the price lists carry none)."""
-    checkpoints = config.get("checkpoints", {})
-    types = dict(checkpoints.get("price_list_storage_type", {}))
-    prices = {k: float(v) for k, v in checkpoints.get("usd_per_gb_month", {}).items() if k != "default"}
+    types = dict(config.checkpoints.price_list_storage_type)
+    prices = {k: v for k, v in config.checkpoints.usd_per_gb_month.items() if k != "default"}
     providers = sorted(set(types) | set(prices))
     return pl.DataFrame(
         {
@@ -116,47 +111,48 @@ def rank_offers(
     publish_date: date,
     published_at: datetime,
     workloads: pl.DataFrame | None = None,
-    config: dict[str, Any] | None = None,
+    config: Ranking | None = None,
+    gpu_specs_file: str | None = None,
 ) -> RankingResult:
     """Write the night's rows into marts.gpu_cost_ranking_history (replacing that date's) and summarise.
 
     Ranks are per workload, so workloads are ranked in batches (config/ranking.toml [compute]) and the
-    night is written in one transaction: readers see all of it or none of it."""
-    config = config if config is not None else load_config("ranking")
+    night is written in one transaction: readers see all of it or none of it. `gpu_specs_file` names the
+    specs file in the "no spec row" reason (default: config/settings.toml [reference] gpu_specs)."""
+    config = config if config is not None else project_config.ranking()
+    gpu_specs_file = gpu_specs_file or project_config.settings().reference.gpu_specs
     workloads = workloads if workloads is not None else load_workloads(ranking=config)
     require_workloads(workloads)
     result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
     if champion is None:
         result.messages.append(NO_CHAMPION_REASON + "; prices and specs are still published.")
-    spot, energy = config["spot"], config["energy"]
+    spot, energy = config.spot, config.energy
     params = {
         "publish_date": publish_date,
         "published_at": published_at,
         "model_version": champion.version if champion else None,
         "no_model_reason": None if champion else NO_CHAMPION_REASON,
-        "default_interruption_rate": float(spot["interruption_rate_per_hour"]["default"]),
-        "checkpoint_interval_minutes": float(spot["checkpoint_interval_minutes"]),
-        "restart_minutes": float(spot["restart_minutes"]),
-        "history_window_days": int(spot["history_window_days"]),
-        "utilisation_of_tdp": float(energy["utilisation_of_tdp"]),
-        "cloud_pue": float(energy["cloud_pue"]),
-        "owned_pue": float(energy["owned_pue"]),
-        "resale_fraction": float(config.get("commitments", {}).get("resale_fraction", 0.0)),
+        "default_interruption_rate": spot.interruption_rate_per_hour["default"],
+        "checkpoint_interval_minutes": spot.checkpoint_interval_minutes,
+        "restart_minutes": spot.restart_minutes,
+        "history_window_days": spot.history_window_days,
+        "utilisation_of_tdp": energy.utilisation_of_tdp,
+        "cloud_pue": energy.cloud_pue,
+        "owned_pue": energy.owned_pue,
+        "resale_fraction": config.commitments.resale_fraction,
     }
     candidate_params = {
-        "gpu_specs_file": gpu_specs_file(),
+        "gpu_specs_file": gpu_specs_file,
         "publish_date": publish_date,
-        "max_price_age_days": int(config["prices"]["max_price_age_days"]),
-        "default_storage_usd_per_gb_month": float(
-            config.get("checkpoints", {}).get("usd_per_gb_month", {}).get("default", 0.0)
-        ),
+        "max_price_age_days": config.prices.max_price_age_days,
+        "default_storage_usd_per_gb_month": config.checkpoints.usd_per_gb_month.get("default", 0.0),
     }
     offers = query(con, "marts/current_offer_count").fetchall()[0][0]
     if offers == 0:
         raise NoOffersError("the warehouse has no current price offer (core.prices_current is empty): nothing to "
                             "rank; nothing was published and the previous night stays served (run `gpucost ingest "
                             "prices` first)")
-    batches = workload_batches(workloads, offers, int(config["compute"]["rows_per_batch"]))
+    batches = workload_batches(workloads, offers, config.compute.rows_per_batch)
     with (
         registered(con, "ranking_interruption_rates", interruption_rates(config)),
         registered(con, "ranking_storage_prices", storage_prices(config)),

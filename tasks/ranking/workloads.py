@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.settings import config_dir, load_config
-
-WORKLOAD_TYPES = ("pretrain", "sft", "lora", "qlora")   # = Workload.workload
+from tasks import config as project_config
+from tasks.config import Ranking
+from tasks.settings import ConfigError, config_dir
+from tasks.telemetry.contract import WORKLOAD_TYPES
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),
@@ -44,7 +45,7 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-class WorkloadConfigError(ValueError):
+class WorkloadConfigError(ConfigError):
     """config/workloads.toml has a key of the wrong type, sign or range, names something config/ranking.toml
     does not define, or defines no workload. The message names the file, the workload and the key."""
 
@@ -61,7 +62,7 @@ class Workload(BaseModel):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal["pretrain", "sft", "lora", "qlora"]
+    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type]
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None
@@ -97,7 +98,7 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{key} = {value!r}: {error['msg'].removeprefix('Value error, ')}"
 
 
-def validate_workload(entry: Any, ranking: dict[str, Any], file: str, index: int) -> Workload:
+def validate_workload(entry: Any, ranking: Ranking, file: str, index: int) -> Workload:
     """The entry as a Workload, or WorkloadConfigError naming the file, the workload and every bad key."""
     name = entry.get("name") if isinstance(entry, dict) else None
     label = f"workload {name}" if isinstance(name, str) and name else f"workload #{index + 1}"
@@ -108,19 +109,19 @@ def validate_workload(entry: Any, ranking: dict[str, Any], file: str, index: int
     except ValidationError as error:
         problems = "; ".join(_describe(e) for e in error.errors(include_url=False))
         raise WorkloadConfigError(f"{file}: {label}: {problems}") from None
-    if workload.precision not in ranking["precisions"]:
-        known = ", ".join(ranking["precisions"])
+    if workload.precision not in ranking.precisions:
+        known = ", ".join(ranking.precisions)
         raise WorkloadConfigError(
             f"{file}: {label}: precision {workload.precision} is unknown (config/ranking.toml defines {known})")
-    if workload.optimizer not in ranking["optimizers"]:
-        known = ", ".join(ranking["optimizers"])
+    if workload.optimizer not in ranking.optimizers:
+        known = ", ".join(ranking.optimizers)
         raise WorkloadConfigError(f"{file}: {label}: optimizer {workload.optimizer} is not one of {known}")
     return workload
 
 
-def _resolve(workload: Workload, ranking: dict[str, Any]) -> dict[str, Any]:
-    sizes = ranking["precisions"][workload.precision]
-    memory = ranking["memory"]
+def _resolve(workload: Workload, ranking: Ranking) -> dict[str, Any]:
+    sizes = ranking.precisions[workload.precision]
+    memory = ranking.memory
     return {
         "workload": workload.name,
         "description": workload.description,
@@ -132,24 +133,24 @@ def _resolve(workload: Workload, ranking: dict[str, Any]) -> dict[str, Any]:
         "d_model": workload.d_model,
         "seq_len": workload.seq_len,
         "precision": workload.precision,
-        "fallback_precision": ranking.get("precision_fallback", {}).get(workload.precision),
+        "fallback_precision": ranking.precision_fallback.get(workload.precision),
         "optimizer": workload.optimizer,
         "token_budget": workload.token_budget,
         "micro_batch": workload.micro_batch,
         "global_batch_tokens": workload.global_batch_tokens,
         "deadline_hours": workload.deadline_hours,
-        "max_gpus": workload.max_gpus if workload.max_gpus is not None else ranking["cluster"]["default_max_gpus"],
+        "max_gpus": workload.max_gpus if workload.max_gpus is not None else ranking.cluster.default_max_gpus,
         "providers": workload.providers,
         "regions": workload.regions,
         "spot_allowed": workload.spot_allowed,
-        "weight_bytes": sizes["weight_bytes"],
-        "grad_bytes": sizes["grad_bytes"],
-        "master_weight_bytes": sizes["master_weight_bytes"],
-        "optimizer_bytes": ranking["optimizers"][workload.optimizer],
-        "adapter_params_fraction": memory["adapter_params_fraction"],
-        "qlora_weight_bytes": memory["qlora_weight_bytes"],
-        "lora_weight_bytes": memory["lora_weight_bytes"],
-        "usable_fraction": memory["usable_fraction"],
+        "weight_bytes": sizes.weight_bytes,
+        "grad_bytes": sizes.grad_bytes,
+        "master_weight_bytes": sizes.master_weight_bytes,
+        "optimizer_bytes": ranking.optimizers[workload.optimizer],
+        "adapter_params_fraction": memory.adapter_params_fraction,
+        "qlora_weight_bytes": memory.qlora_weight_bytes,
+        "lora_weight_bytes": memory.lora_weight_bytes,
+        "usable_fraction": memory.usable_fraction,
         "checkpoints_kept": workload.checkpoints_kept,
     }
 
@@ -158,14 +159,12 @@ def workloads_file() -> str:
     return str(config_dir() / "workloads.toml")
 
 
-def load_workloads(
-    workloads: dict[str, Any] | None = None, ranking: dict[str, Any] | None = None
-) -> pl.DataFrame:
-    """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml and config/ranking.toml."""
+def load_workloads(workloads: dict[str, Any] | None = None, ranking: Ranking | None = None) -> pl.DataFrame:
+    """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml (or the tables `workloads`) and
+    config/ranking.toml (or `ranking`)."""
     file = workloads_file() if workloads is None else "config/workloads.toml"
-    workloads = workloads if workloads is not None else load_config("workloads")
-    ranking = ranking if ranking is not None else load_config("ranking")
-    entries = workloads.get("workloads", [])
+    ranking = ranking if ranking is not None else project_config.ranking()
+    entries = workloads.get("workloads", []) if workloads is not None else project_config.load("workloads").workloads
     if not isinstance(entries, list):
         raise WorkloadConfigError(f"{file}: `workloads` must be a list of [[workloads]] tables")
     rows = [_resolve(validate_workload(entry, ranking, file, i), ranking) for i, entry in enumerate(entries)]

@@ -14,7 +14,14 @@ REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "s
 THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
 # The workload types of the contract (telemetry rows and config/workloads.toml entries alike).
 WORKLOAD_TYPES: tuple[str, ...] = ("pretrain", "sft", "lora", "qlora")
+# The contract's other vocabularies (config/telemetry.toml maps free spellings onto these).
+PRECISION_FAMILIES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
+PRECISION_RECIPES: tuple[str, ...] = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
+CHECKPOINTING_KINDS: tuple[str, ...] = ("none", "selective", "full")
+LOW_PRECISION_FAMILIES: tuple[str, ...] = ("fp8", "fp4")  # families whose runs name a scaling recipe
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
+# What the MLflow reader derives from a run itself: a mapping (config/mlflow_telemetry.toml) cannot set these.
+MLFLOW_READER_FIELDS: tuple[str, ...] = ("run_id", "recorded_at", "source", "tokens_per_sec_per_gpu", "avg_power_w")
 
 # Contract columns as read: name -> kind ("text", "float", "int", "timestamp", or a vocabulary: "precision",
 # "workload", "checkpointing").

@@ -14,6 +14,8 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from tasks import config
+from tasks.config import TelemetryValidation
 from tasks.ingest.lifecycle import (
     Dataset,
     FileContext,
@@ -27,7 +29,6 @@ from tasks.ingest.lifecycle import (
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.validation import ROW_KEY
-from tasks.settings import load_config
 from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 from tasks.telemetry.readers import (
@@ -77,8 +78,10 @@ class TelemetryDataset(Dataset):
         aliases: pl.DataFrame,
         vocabulary: dict[str, dict[str, Any]] | None = None,
         records: pl.DataFrame | None = None,
+        validation: TelemetryValidation | None = None,
     ) -> None:
         self.aliases = aliases
+        self.validation = validation  # config/telemetry.toml [validation] when not given
         self.vocabulary = vocabulary or load_vocabulary()
         self.records = records  # rows a reader already produced (e.g. MLflow runs): no file to read
 
@@ -89,7 +92,7 @@ class TelemetryDataset(Dataset):
             outcome.format = None  # reading says why (quarantined whole)
 
     def validation_parameters(self) -> dict[str, Any]:
-        return dict(load_config("telemetry")["validation"])
+        return (self.validation or config.telemetry().validation).model_dump()
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
@@ -193,9 +196,11 @@ def ingest_telemetry_file(
     aliases: pl.DataFrame,
     ingested_at: datetime,
     vocabulary: dict[str, dict[str, Any]] | None = None,
+    validation: TelemetryValidation | None = None,
 ) -> FileOutcome:
     """One telemetry file through the lifecycle (the public entry point for one file)."""
-    return ingest_file(con, TelemetryDataset(aliases, vocabulary), FileSource(Path(path)), ingested_at)
+    dataset = TelemetryDataset(aliases, vocabulary, validation=validation)
+    return ingest_file(con, dataset, FileSource(Path(path)), ingested_at)
 
 
 def ingest_telemetry_records(

@@ -20,18 +20,18 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks import config
+from tasks.config import MlflowTelemetry, Sources
 from tasks.ingest.quarantine import quarantine_rows
 from tasks.ingest.registry import FileOutcome, already_ingested, record_file
 from tasks.telemetry.ingest import DATASET, ingest_telemetry_records
 from tasks.telemetry.mlflow_source import (
     SOURCE_PREFIX,
-    MlflowMappingError,
     MlflowSource,
     RunRecord,
     fingerprint,
     list_runs,
     load_mapping,
-    mlflow_settings,
     read_run,
     records_frame,
     redact_uri,
@@ -39,17 +39,9 @@ from tasks.telemetry.mlflow_source import (
 from tasks.warehouse import execute, query, transaction
 
 
-def configured_mlflow_sources(settings: dict[str, Any] | None = None) -> list[MlflowSource]:
-    """The [[mlflow]] entries of config/sources.toml (tracking_uri, experiments, mapping)."""
-    from tasks.settings import load_config
-
-    sources = []
-    for index, entry in enumerate(load_config("sources").get("mlflow", []), start=1):
-        missing = {"tracking_uri", "experiments", "mapping"} - entry.keys()
-        if missing:
-            raise MlflowMappingError(f"sources.toml [[mlflow]] entry {index}: missing {', '.join(sorted(missing))}")
-        sources.append(MlflowSource(entry["tracking_uri"], tuple(entry["experiments"]), entry["mapping"]))
-    return sources
+def configured_mlflow_sources(sources: Sources | None = None) -> list[MlflowSource]:
+    """The [[mlflow]] entries of config/sources.toml (or `sources`): tracking_uri, experiments, mapping."""
+    return [MlflowSource(e.tracking_uri, tuple(e.experiments), e.mapping) for e in (sources or config.sources()).mlflow]
 
 
 def watermarks(con: duckdb.DuckDBPyConnection, tracking_uri: str, lookback_minutes: int) -> dict[str, int]:
@@ -96,18 +88,18 @@ def ingest_mlflow_source(
     ingested_at: datetime,
     vocabulary: dict[str, dict[str, Any]] | None = None,
     rescan: bool = False,
-    settings: dict[str, Any] | None = None,
+    settings: MlflowTelemetry | None = None,
 ) -> list[FileOutcome]:
     """Read the source's finished runs since the last read (all of them with `rescan`) into the warehouse."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings if settings is not None else mlflow_settings()
-    defaults = settings["defaults"]
+    settings = settings or config.mlflow_telemetry()
+    defaults = settings.defaults
     mapping = load_mapping(source.mapping, settings)
     uri = redact_uri(source.tracking_uri)
     client = MlflowClient(source.tracking_uri)
-    since = {} if rescan else watermarks(con, uri, int(defaults["lookback_minutes"]))
-    listed = list_runs(client, source.experiments, since, int(defaults["page_size"]))
+    since = {} if rescan else watermarks(con, uri, int(defaults.lookback_minutes))
+    listed = list_runs(client, source.experiments, since, defaults.page_size)
     fmt = f"mlflow/{source.mapping}"
     outcomes = [
         FileOutcome(DATASET, f"{SOURCE_PREFIX}{run_id}", "", "skipped", format=fmt, rows_skipped=1,

@@ -27,16 +27,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
-from tasks.settings import load_config
+from tasks import config
+from tasks.config import MlflowTelemetry
+from tasks.telemetry.contract import MLFLOW_READER_FIELDS as READER_FIELDS
 from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
 
 SOURCE_PREFIX = "mlflow:"
 SOURCE_REF = "_source_ref"  # per record: mlflow:<run_id> (what source_file is for a file's rows)
-THROUGHPUT_KINDS = ("rate", "counter", "step_time", "totals")
 # what a mapping may set besides the contract fields the reader fills in itself
 RESERVED_KEYS = ("throughput", "eval_metric_prefixes", "warmup_steps")
-READER_FIELDS = ("run_id", "recorded_at", "source", "tokens_per_sec_per_gpu", "avg_power_w")
 
 
 class MlflowMappingError(ValueError):
@@ -93,31 +93,19 @@ def redact_uri(uri: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def mlflow_settings() -> dict[str, Any]:
-    return dict(load_config("mlflow_telemetry"))
-
-
-def load_mapping(name: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A named mapping with the defaults applied (warm-up, evaluation prefixes, power pattern)."""
-    settings = settings if settings is not None else mlflow_settings()
-    mappings = settings.get("mappings", {})
-    if name not in mappings:
+def load_mapping(name: str, settings: MlflowTelemetry | None = None) -> dict[str, Any]:
+    """A named mapping of config/mlflow_telemetry.toml (or `settings`) with the defaults applied (warm-up,
+    evaluation prefixes, power pattern). Its keys and throughput kind were checked when the file was read."""
+    settings = settings or config.mlflow_telemetry()
+    if name not in settings.mappings:
         raise MlflowMappingError(
-            f"no mapping {name!r} in config/mlflow_telemetry.toml (mappings: {', '.join(sorted(mappings))})"
+            f"no mapping {name!r} in config/mlflow_telemetry.toml (mappings: {', '.join(sorted(settings.mappings))})"
         )
-    mapping = dict(mappings[name])
-    defaults = settings.get("defaults", {})
-    throughput = mapping.get("throughput")
-    if not isinstance(throughput, dict) or throughput.get("kind") not in THROUGHPUT_KINDS:
-        raise MlflowMappingError(
-            f"mapping {name!r}: [mappings.{name}.throughput] needs kind = one of {', '.join(THROUGHPUT_KINDS)}"
-        )
-    mapping["warmup_steps"] = int(mapping.get("warmup_steps", defaults.get("warmup_steps", 0)))
-    mapping["eval_metric_prefixes"] = list(defaults.get("eval_metric_prefixes", [])) + list(
-        mapping.get("eval_metric_prefixes", [])
-    )
-    pattern = defaults.get("power_metric_pattern", r"^system/(?:[^/]+/)?gpu_(\d+)_power_usage_watts$")
-    mapping["_power_pattern"] = re.compile(pattern)
+    chosen, defaults = settings.mappings[name], settings.defaults
+    mapping = chosen.model_dump(exclude_unset=True)  # as written: an absent key keeps its reader default
+    mapping["warmup_steps"] = chosen.warmup_steps if chosen.warmup_steps is not None else defaults.warmup_steps
+    mapping["eval_metric_prefixes"] = [*defaults.eval_metric_prefixes, *chosen.eval_metric_prefixes]
+    mapping["_power_pattern"] = re.compile(defaults.power_metric_pattern)
     mapping["_name"] = name
     return mapping
 
@@ -455,16 +443,16 @@ def records_frame(records: list[RunRecord]) -> pl.DataFrame:
 
 def read_mlflow_runs(
     tracking_uri: str, experiments: tuple[str, ...], mapping_name: str, ended_after_ms: dict[str, int] | None = None,
-    settings: dict[str, Any] | None = None,
+    settings: MlflowTelemetry | None = None,
 ) -> tuple[pl.DataFrame, list[RunRecord], ListedRuns]:
     """The whole reader in one call: finished runs ended after the watermarks -> (contract-shaped frame of the
     readable runs, every run's record incl. problems, what was listed and skipped)."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings if settings is not None else mlflow_settings()
+    settings = settings or config.mlflow_telemetry()
     mapping = load_mapping(mapping_name, settings)
     client = MlflowClient(tracking_uri)
-    listed = list_runs(client, experiments, ended_after_ms or {}, int(settings["defaults"]["page_size"]))
+    listed = list_runs(client, experiments, ended_after_ms or {}, settings.defaults.page_size)
     names = listed.experiment_names
     records = [read_run(client, run, mapping, names[run.info.experiment_id]) for run in listed.finished]
     readable = [r for r in records if r.problem is None]

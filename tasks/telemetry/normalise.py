@@ -19,15 +19,22 @@ from typing import Any
 
 import polars as pl
 
-from tasks.settings import load_config
-from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS, NORMALISED_SCHEMA, WORKLOAD_TYPES
+from tasks import config
+from tasks.config import Telemetry
+from tasks.telemetry.contract import (
+    CHECKPOINTING_KINDS,
+    INPUT_KINDS,
+    LOW_PRECISION_FAMILIES,
+    NORMALISED_COLUMNS,
+    NORMALISED_SCHEMA,
+    PRECISION_FAMILIES,
+    WORKLOAD_TYPES,
+)
 
-CONTRACT_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")   # precision families
-CONTRACT_RECIPES = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
+CONTRACT_PRECISIONS = PRECISION_FAMILIES
 CONTRACT_WORKLOADS = WORKLOAD_TYPES
-CONTRACT_CHECKPOINTING = ("none", "selective", "full")
+CONTRACT_CHECKPOINTING = CHECKPOINTING_KINDS
 DEFAULT_WORKLOAD = "pretrain"
-LOW_PRECISION_FAMILIES = ("fp8", "fp4")  # families whose runs name a scaling recipe
 
 _SPACES = re.compile(r"\s+")
 
@@ -37,37 +44,20 @@ def spelling_key(value: str) -> str:
     return _SPACES.sub(" ", value.strip().lower())
 
 
-def _family_and_recipe(table: str, key: str, value: Any) -> tuple[str, str]:
-    """A [precision] entry: "bf16" (family, recipe none) or { family = "fp8", recipe = "rowwise" }."""
-    family, recipe = (value, "none") if isinstance(value, str) else (value.get("family"), value.get("recipe"))
-    if family not in CONTRACT_PRECISIONS or recipe not in CONTRACT_RECIPES:
-        raise ValueError(f"config/telemetry.toml [{table}] {key!r} = {value!r}: family must be one of "
-                         f"{', '.join(CONTRACT_PRECISIONS)}, recipe one of {', '.join(CONTRACT_RECIPES)}")
-    if (family in LOW_PRECISION_FAMILIES) != (recipe != "none"):
-        raise ValueError(f"config/telemetry.toml [{table}] {key!r}: fp8/fp4 spellings name their recipe, "
-                         "other families have recipe none")
-    return family, recipe
-
-
-def load_vocabulary() -> dict[str, dict[str, Any]]:
-    """The spelling tables of config/telemetry.toml, keyed by `spelling_key`:
+def load_vocabulary(telemetry: Telemetry | None = None) -> dict[str, dict[str, Any]]:
+    """The spelling tables of config/telemetry.toml (or `telemetry`), keyed by `spelling_key`:
 
     precision / precision_prefix -> (family, recipe); workload -> workload; activation_checkpointing ->
-    none | selective | full. Contract values are their own spellings."""
-    cfg = load_config("telemetry")
-    precision = {spelling_key(k): _family_and_recipe("precision", k, v) for k, v in cfg.get("precision", {}).items()}
+    none | selective | full. Contract values are their own spellings. The values were checked against the
+    contract's vocabularies when the file was read (tasks/config.py)."""
+    cfg = telemetry or config.telemetry()
+    precision = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision.items()}
     precision.update({p: (p, "none") for p in CONTRACT_PRECISIONS if p not in LOW_PRECISION_FAMILIES})
-    prefix = {spelling_key(k): _family_and_recipe("precision_prefix", k, v)
-              for k, v in cfg.get("precision_prefix", {}).items()}
-    workload = {spelling_key(k): v for k, v in cfg.get("workload", {}).items()}
+    prefix = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision_prefix.items()}
+    workload = {spelling_key(k): str(v) for k, v in cfg.workload.items()}
     workload.update({w: w for w in CONTRACT_WORKLOADS})
-    checkpointing = {spelling_key(k): v for k, v in cfg.get("activation_checkpointing", {}).items()}
+    checkpointing = {spelling_key(k): str(v) for k, v in cfg.activation_checkpointing.items()}
     checkpointing.update({c: c for c in CONTRACT_CHECKPOINTING})
-    for table, values, allowed in (("workload", workload, CONTRACT_WORKLOADS),
-                                   ("activation_checkpointing", checkpointing, CONTRACT_CHECKPOINTING)):
-        wrong = sorted({v for v in values.values() if v not in allowed})
-        if wrong:
-            raise ValueError(f"config/telemetry.toml [{table}] maps to {wrong}; allowed: {', '.join(allowed)}")
     return {"precision": precision, "precision_prefix": prefix, "workload": workload,
             "activation_checkpointing": checkpointing}
 

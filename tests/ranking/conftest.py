@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
+from tasks.config import Ranking
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.reference import read_aliases
 from tasks.settings import load_config
@@ -46,9 +47,8 @@ def aws_prices(con):
     return con
 
 
-@pytest.fixture
-def ranking_config() -> dict:
-    """The shipped config/ranking.toml with the numbers the hand calculations use pinned."""
+def pinned_ranking_tables() -> dict:
+    """The shipped config/ranking.toml (plain tables) with the numbers the hand calculations use pinned."""
     config = copy.deepcopy(load_config("ranking"))
     config["energy"].update(utilisation_of_tdp=0.9, cloud_pue=1.2, owned_pue=1.4)
     config["spot"].update(checkpoint_interval_minutes=30, restart_minutes=10, history_window_days=30)
@@ -56,3 +56,8 @@ def ranking_config() -> dict:
     config["memory"].update(usable_fraction=0.9, qlora_weight_bytes=0.5, lora_weight_bytes=2.0,
                             adapter_params_fraction=0.01)
     return config
+
+
+@pytest.fixture
+def ranking_config() -> Ranking:
+    return Ranking.model_validate(pinned_ranking_tables())

@@ -9,14 +9,14 @@ checks that ingesting that file gives the same rows)."""
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, date, datetime
 
 import pytest
 
+from tasks.config import Ranking
 from tasks.ranking.rank import rank_offers
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
-from tests.ranking.conftest import FixedThroughput
+from tests.ranking.conftest import FixedThroughput, pinned_ranking_tables
 
 NIGHT = date(2026, 9, 2)
 AT = datetime(2026, 9, 2, 2, 0, tzinfo=UTC)
@@ -64,8 +64,9 @@ RUN_1400H = 1000 * 64 * 3600 * 1400
 
 
 @pytest.fixture
-def config(ranking_config):
-    config = copy.deepcopy(ranking_config)
+def config() -> dict:
+    """config/ranking.toml's tables, pinned; each test changes them and passes them typed (Ranking)."""
+    config = pinned_ranking_tables()
     config["spot"]["interruption_rate_per_hour"]["azure"] = 0.02
     config["commitments"] = {"resale_fraction": 0.0}
     config["checkpoints"] = {"price_list_storage_type": {}, "usd_per_gb_month": {"default": 0.0}}
@@ -73,8 +74,9 @@ def config(ranking_config):
 
 
 def rank(con, config, token_budget: float, checkpoints_kept: int = 0) -> dict[str, dict]:
-    workloads = load_workloads({"workloads": [workload(token_budget, checkpoints_kept)]}, config)
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    typed = Ranking.model_validate(config)
+    workloads = load_workloads({"workloads": [workload(token_budget, checkpoints_kept)]}, typed)
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=typed)
     rel = con.sql(
         "select * from marts.gpu_cost_ranking_history where publish_date = $night and workload = '70b-run'",
         params={"night": NIGHT},
@@ -142,8 +144,8 @@ def test_1400_hour_run_from_the_ingested_azure_list(con, config):
 
     ingest_price_file(con, PriceSource(PRICE_SAMPLES / SOURCE, "azure", "azure-retail"), read_aliases(), AT)
     spec = workload(RUN_1400H) | {"regions": ["westus"]}
-    workloads = load_workloads({"workloads": [spec]}, config)
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    workloads = load_workloads({"workloads": [spec]}, Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
     rel = con.sql(
         "select pricing, instances, purchase_option, expected_total_usd, break_even_hours, rank_by_cost"
         " from marts.gpu_cost_ranking_history where instance_type = 'Standard_ND96isr_H100_v5'"
@@ -175,8 +177,8 @@ def test_a_long_run_makes_the_reservation_pay(con, config):
     add_offers(con)
     spec = workload(1000 * 64 * 3600 * 7000)
     spec.update(deadline_hours=7000)
-    workloads = load_workloads({"workloads": [spec]}, config)
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    workloads = load_workloads({"workloads": [spec]}, Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
     rel = con.sql(
         "select pricing, expected_total_usd, rank_by_cost, commitment_note from marts.gpu_cost_ranking_history"
     )
@@ -229,7 +231,7 @@ def test_checkpoints_kept_must_be_a_whole_number(config):
     spec = workload(RUN_1400H)
     spec["checkpoints_kept"] = -1
     with pytest.raises(WorkloadConfigError, match="checkpoints_kept"):
-        load_workloads({"workloads": [spec]}, config)
+        load_workloads({"workloads": [spec]}, Ranking.model_validate(config))
 
 
 def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path):
@@ -252,8 +254,8 @@ def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path
     tiny = {"name": "tiny-sft", "workload": "sft", "params_b": 1.0, "n_layers": 16, "d_model": 2048,
             "seq_len": 2048, "precision": "bf16", "optimizer": "adamw", "token_budget": 36_000_000,
             "checkpoints_kept": 2}
-    workloads = load_workloads({"workloads": [tiny]}, config)
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=config)
+    workloads = load_workloads({"workloads": [tiny]}, Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
     rel = con.sql(
         "select zone, checkpoint_gb, storage_usd_per_gb_month, storage_price_source, checkpoint_storage_usd,"
         " expected_total_usd from marts.gpu_cost_ranking_history where instance_type = 'g6.xlarge'"

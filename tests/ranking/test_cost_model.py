@@ -195,7 +195,7 @@ def test_workload_config_errors_name_the_workload(ranking_config):
 def test_a_stale_offer_is_kept_with_a_reason_not_ranked(aws_prices, ranking_config):
     # The fixture's prices were observed on 2026-01-05. With a 180-day limit, the night of 2026-07-03
     # (179 days later) still ranks them; the night of 2026-07-05 (181 days later) ranks none of them.
-    ranking_config["prices"]["max_price_age_days"] = 180
+    assert ranking_config.prices.max_price_age_days == 180  # config/ranking.toml
     champion = FixedThroughput()
     workloads = load_workloads(SMALL, ranking_config)
     fresh, stale = date(2026, 7, 3), date(2026, 7, 5)

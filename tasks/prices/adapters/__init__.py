@@ -16,6 +16,8 @@ from typing import Any
 
 import polars as pl
 
+from tasks.config import PriceValidation
+
 # Columns every adapter returns (one row per priced offer and pricing type). Types as in
 # core.price_observations; `usd_per_gpu_hour`, `gpu` (canonical), file identity and ingest time are
 # added by tasks.prices.normalise, in one place.
@@ -132,6 +134,7 @@ class AdapterContext:
     provider: str
     ingest_time: datetime  # UTC
     options: dict[str, Any] = field(default_factory=dict)  # per-source options from config/sources.toml
+    validation: PriceValidation | None = None  # config/settings.toml [validation.prices] when not given
 
 
 Adapter = Callable[[Path, AdapterContext], AdapterResult]

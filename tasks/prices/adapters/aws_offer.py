@@ -178,9 +178,9 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         execute(con, "prices/aws_offer_csv_view")
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
-    from tasks.settings import load_config
+    from tasks import config
 
-    max_storage = float(load_config("settings")["validation"]["prices"]["max_storage_usd_per_gb_month"])
+    max_storage = (context.validation or config.settings().validation.prices).max_storage_usd_per_gb_month
     execute(con, "prices/aws_offer_records", {
         "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,
     })
