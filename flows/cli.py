@@ -203,14 +203,12 @@ def run() -> None:
 
 def _print_night(steps: dict[str, str]) -> None:
     """What ran, then tonight's cheapest offer per workload with its trust mark (fits 100 columns)."""
-    import textwrap
-
     from tasks.ranking.offers import OfferFilter, find_offers, open_published
     from tasks.settings import paths
 
     console = _narrow_console()
     for name, outcome in steps.items():
-        console.print(textwrap.fill(f"{name}: {outcome}", 100, subsequent_indent="  "), highlight=False)
+        console.print(_wrapped(f"{name}: {outcome}"), highlight=False)
     try:
         con = open_published(paths().published)
     except FileNotFoundError:
@@ -266,10 +264,16 @@ def train() -> None:
     _print_wrapped(outcome.summary_line())
 
 
-def _print_wrapped(text: str) -> None:
+def _wrapped(text: str) -> str:
+    """100 columns, continuation lines indented; paths and names are never split (a path cut at a hyphen could
+    not be copied back whole)."""
     import textwrap
 
-    _narrow_console().print(textwrap.fill(text, 100, subsequent_indent="  "), highlight=False)
+    return textwrap.fill(text, 100, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
+def _print_wrapped(text: str) -> None:
+    _narrow_console().print(_wrapped(text), highlight=False)
 
 
 class _DropTraceback:

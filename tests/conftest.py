@@ -65,11 +65,11 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
     return run_night(tmp_path_factory.mktemp("cli-night"))
 
 
-# Expensive session fixtures, heaviest first. Under pytest-xdist (`make test` runs two workers) every test
-# that uses one of them goes to the same worker (`--dist loadgroup`), so each is built once, not once per
-# worker; tests that share a state folder (the reliability snapshots) also stay in one process.
-SHARED_SESSION_FIXTURES = ("states", "night", "mlflow_server", "postgres", "trained_home",
-                           "all_training_features", "training_features")
+# Session fixtures worth building only once. Under pytest-xdist (`make test` runs a worker per core) every test
+# that uses one of them goes to the same worker (`--dist loadgroup`). Not the reliability `states` (~25 s): its
+# tests add up to a third of the suite, so each worker builds its own copy (in its own temporary folder) and
+# the tests spread over both.
+SHARED_SESSION_FIXTURES = ("night", "mlflow_server", "postgres", "trained_home")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
