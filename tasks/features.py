@@ -33,14 +33,17 @@ def _conform(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.select(columns).with_row_index(FEATURE_ROW)
 
 
-def build_features(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> pl.DataFrame:
+def build_features(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, model_shapes: str | None = None,
+                   matmul_ceilings: str | None = None) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
-    Needs core.gpu_specs (tasks.reference.load_reference_tables)."""
+    Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
+    configured ones (a registered model passes the copies it carries)."""
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features", {"model_shapes": model_shapes_path(),
-                                                      "matmul_ceilings": matmul_ceilings_path()}).pl()
+        features = query(con, "features/build_features", {
+            "model_shapes": model_shapes or model_shapes_path(),
+            "matmul_ceilings": matmul_ceilings or matmul_ceilings_path()}).pl()
     return features.select(FEATURE_COLUMNS)
 
 
