@@ -20,7 +20,7 @@ import mlflow
 import polars as pl
 from mlflow.entities.model_registry import ModelVersion
 
-from tasks.model.contract_rows import PREDICTION_REQUIRED_COLUMNS, ContractFeatures
+from tasks.model.contract_rows import PREDICTION_REQUIRED_COLUMNS, ContractFeatures, contract_frame
 from tasks.model.serving import (
     EXTRAPOLATION,
     PREDICTION_COLUMNS,
@@ -83,7 +83,7 @@ class Champion:
             # through the pyfunc, so the registered signature is enforced exactly as for any MLflow client
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
-                predicted = self.pyfunc.predict(rows.to_pandas())
+                predicted = self.pyfunc.predict(contract_frame(rows).to_pandas())  # only what the signature names
         else:
             # an older version: the same feature engineering, with the configured reference files
             predicted = score_contract_rows(self.model, ContractFeatures.configured(), rows)

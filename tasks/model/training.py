@@ -11,7 +11,8 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,7 @@ import pyarrow
 import sklearn
 from matplotlib.figure import Figure
 from mlflow.entities import Metric
+from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
@@ -422,11 +424,26 @@ def version_with_fingerprint(tracking: Tracking, fingerprint: str) -> Any:
     return max(same, key=lambda v: int(v.version)) if same else None
 
 
+@contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """`name` = `value` in the environment for the block (MLflow reads some settings only from there)."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
 def log_version(model: TokenEfficiencyModel, features: ContractFeatures, example: pd.DataFrame) -> str:
     """Log the pyfunc model (its reference files as artifacts, the project code as code_paths, the contract
     signature and an input example) in the active run and register it (the slow part: files are copied)."""
-    with warnings.catch_warnings():
-        # MLflow's type-hint advice and its integer-column hint about the example: the signature is the schema
+    with warnings.catch_warnings(), _environment(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR.name, "false"):
+        # MLflow's type-hint advice and its integer-column hint about the example: the signature is the schema;
+        # copying each reference file into the model would draw a progress bar on stderr, terminal or not
         warnings.simplefilter("ignore", UserWarning)
         info = mlflow.pyfunc.log_model(
             name="model", python_model=TokenEfficiencyPyfunc(model, features), artifacts=dict(features.files),
