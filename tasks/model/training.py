@@ -341,7 +341,8 @@ def rescore_champion(tracking: Tracking, best: CandidateEvaluation, data: Traini
 
 
 def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: float | None,
-                     rescore_error: str | None, data: TrainingData, config: Mapping[str, Any]) -> PromotionDecision:
+                     rescore_error: str | None, data: TrainingData, config: Mapping[str, Any],
+                     fingerprint: str | None = None) -> PromotionDecision:
     if champion is None:
         return PromotionDecision(True, "no champion yet: the first registered version becomes champion")
     version = str(champion.version)
@@ -357,6 +358,13 @@ def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: f
     if same_spec and rule.get("promote_refit_on_new_data", False) and champion.tags.get(TAG_DIGEST) != data.digest:
         return PromotionDecision(True, f"promoted as a refit of the champion's own spec on new training data "
                                        f"({figures})", version, champion_score)
+    # same spec, same rows, yet not the champion's fingerprint: the reference files or vocabulary the model carries
+    # (e.g. a GPU added to gpu_specs.csv, which no training row changes) or its settings changed; the champion
+    # would keep predicting with the old ones
+    if (same_spec and rule.get("promote_refit_on_new_data", False) and fingerprint is not None
+            and champion.tags.get(TAG_FINGERPRINT) != fingerprint):
+        return PromotionDecision(True, f"promoted as a refit of the champion's own spec with changed reference "
+                                       f"data or settings ({figures})", version, champion_score)
     return PromotionDecision(False, f"kept champion v{version}: {figures}", version, champion_score)
 
 
@@ -633,7 +641,7 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
             return _unchanged(tracking, same, fingerprint, best, evaluations, model, data, folds,
                               parent.info.run_id, started)
         champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
-        decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+        decision = decide_promotion(best, champion, champion_score, rescore_error, data, config, fingerprint)
         version = log_version(model, features, input_example(data))
         # another training sharing the registry may have promoted a version meanwhile: decide against that one,
         # right before aliasing (what is left of the race is settled just after)
@@ -642,7 +650,7 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
             if (current.version if current else None) == (champion.version if champion else None):
                 break
             champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
-            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config, fingerprint)
         alias_and_tag(tracking, version, model, best, data, decision, fingerprint)
         decision = settle_concurrent_promotion(tracking, version, decision)
         alias = CHAMPION if decision.promote else CHALLENGER

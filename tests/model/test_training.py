@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import polars as pl
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tasks.model.tracking import CHAMPION, EXPERIMENT, REGISTERED_MODEL, TAG_SPEC, connect_tracking
 from tasks.model.training import NotEnoughTelemetryError, train_and_register
-from tasks.settings import load_config, paths
+from tasks.settings import PROJECT_ROOT, load_config, paths
 
 
 def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Path, object],
@@ -99,6 +101,40 @@ def test_another_candidate_set_with_the_same_winner_registers_nothing(training_f
     client = MlflowClient(paths().mlflow_tracking_uri)
     assert [str(v.version) for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")] == ["1"]
     assert str(client.get_model_version_by_alias(REGISTERED_MODEL, "champion").version) == "1"
+
+
+def test_a_gpu_added_to_the_reference_files_reaches_the_champion(training_features: pl.DataFrame,
+                                                                 baseline_config_dir: Path, use_config,
+                                                                 tmp_path: Path) -> None:
+    """Same rows, same spec, but gpu_specs.csv / gpu_aliases.csv gained a GPU (no training row changes): the model
+    carries its reference files, so the refit is registered and promoted, and only it knows the new GPU."""
+    use_config(baseline_config_dir)
+    first = train_and_register(training_features, load_config("models"))
+    config = shutil.copytree(baseline_config_dir, tmp_path / "config")
+    specs, aliases = tmp_path / "gpu_specs.csv", tmp_path / "gpu_aliases.csv"
+    h100 = pl.read_csv(PROJECT_ROOT / "data/reference/gpu_specs.csv", infer_schema=False)
+    pl.concat([h100, h100.filter(pl.col("gpu") == "H100-SXM").with_columns(gpu=pl.lit("X100"))]).write_csv(specs)
+    known = pl.read_csv(PROJECT_ROOT / "data/reference/gpu_aliases.csv", infer_schema=False)
+    pl.concat([known, pl.DataFrame({"alias": ["X100"], "gpu": ["X100"], "note": ["test"]})]).write_csv(aliases)
+    settings = (config / "settings.toml").read_text(encoding="utf-8")
+    settings = settings.replace('gpu_specs = "data/reference/gpu_specs.csv"', f'gpu_specs = "{specs}"')
+    settings = settings.replace('gpu_aliases = "data/reference/gpu_aliases.csv"', f'gpu_aliases = "{aliases}"')
+    (config / "settings.toml").write_text(settings, encoding="utf-8")
+    use_config(config)
+    refit = train_and_register(training_features, load_config("models"))
+    assert (first.version, refit.version, refit.alias) == ("1", "2", "champion")
+    assert refit.reason.startswith("promoted as a refit of the champion's own spec with changed reference data")
+
+    rows = pd.DataFrame({"gpu": ["X100", "H100-SXM"], "num_gpus": [8, 8], "params_b": [7.0, 7.0],
+                         "seq_len": [4096, 4096], "precision": ["bf16", "bf16"]})
+    old = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}/1").predict(rows)
+    new = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}@{CHAMPION}").predict(rows)
+    assert old["unscored_reason"][0] == "unknown GPU 'X100' (not in gpu_aliases.csv)"
+    assert new["unscored_reason"].isna().all()
+    # the constant-MFU baseline on an H100's specs under another name: the same point prediction (an unseen GPU)
+    assert new["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(new["predicted_tokens_per_sec_per_gpu"][1],
+                                                                       rel=1e-12)
+    assert new["extrapolation"][0].startswith("unseen_gpu")
 
 
 def test_better_candidate_set_replaces_a_baseline_champion(all_training_features: pl.DataFrame,
