@@ -27,18 +27,19 @@ def _conform(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_features(
-    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, *, reference: TelemetryReference | None = None
+    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, model_shapes: str | None = None,
+    matmul_ceilings: str | None = None, *, reference: TelemetryReference | None = None,
 ) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
-    Needs core.gpu_specs (tasks.reference.load_reference_tables); the model shapes and matmul ceilings files
-    are config/telemetry.toml [reference] (or `reference`)."""
+    Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
+    configured ones (`reference`, else the config file); a registered model passes the copies it carries."""
     reference = reference or config.telemetry().reference
-    files = {"model_shapes": str(reference.path("model_shapes")),
-             "matmul_ceilings": str(reference.path("matmul_ceilings"))}
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features", files).pl()
+        features = query(con, "features/build_features", {
+            "model_shapes": model_shapes or str(reference.path("model_shapes")),
+            "matmul_ceilings": matmul_ceilings or str(reference.path("matmul_ceilings"))}).pl()
     return features.select(FEATURE_COLUMNS)
 
 

@@ -1,9 +1,11 @@
 """Contract 2: the champion token-efficiency model, for `gpucost predict` and the ranking.
 
 `load_champion()` loads `models:/token-efficiency@champion` (None when there is none); `Champion.predict`
-takes rows shaped like `tasks.features.build_features` output; `predict_file` reads telemetry-contract rows
-(CSV or Parquet, throughput absent or ignored) and writes them back with predictions, an 80% interval, the
-model version, and `unscored_reason` for rows that cannot be scored.
+takes telemetry-contract rows (throughput absent or ignored) and returns them with predictions through the
+registered pyfunc, which engineers the features itself (tasks.model.contract_rows): exactly what
+`mlflow.pyfunc.load_model(...).predict(rows)` returns. `predict_file` reads such rows (CSV or Parquet) and
+writes them back with predictions, an 80% interval, the model version, and `unscored_reason` for rows that
+cannot be scored.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ import mlflow
 import polars as pl
 from mlflow.entities.model_registry import ModelVersion
 
-from tasks.model.serving import EXTRAPOLATION, PREDICTION_COLUMNS, TokenEfficiencyModel
+from tasks.model.contract_rows import PREDICTION_REQUIRED_COLUMNS, ContractFeatures, contract_frame
+from tasks.model.serving import (
+    EXTRAPOLATION,
+    PREDICTION_COLUMNS,
+    UNSCORED_REASON,
+    TokenEfficiencyModel,
+    score_contract_rows,
+)
 from tasks.model.tracking import (
     CHAMPION,
     REGISTERED_MODEL,
@@ -27,17 +36,10 @@ from tasks.model.tracking import (
     version_by_alias,
     was_champion,
 )
-from tasks.telemetry.contract import REQUIRED_COLUMNS
 
 log = logging.getLogger("gpucost.predict")
 
-OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", "unscored_reason")
-# Throughput columns of a prediction input are ignored (never passed to the features).
-# What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
-PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
-IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")
-# GPU spec columns a model may need beyond the peak (the structured model: memory bandwidth for memory-bound work)
-SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
+OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, "model_version", UNSCORED_REASON)
 
 
 class NoChampionError(RuntimeError):
@@ -64,24 +66,33 @@ class Champion:
     def seen_gpus(self) -> tuple[str, ...]:
         return self.model.seen_gpus
 
-    def predict(self, features: pl.DataFrame) -> pl.DataFrame:
-        """`features` plus predicted_tokens_per_sec_per_gpu, predicted_low, predicted_high (80% interval,
-        tokens/s per GPU; null where the row has no physics bound) and model_version."""
-        if features.height == 0:
-            return features.with_columns(
-                *[pl.lit(None, pl.Float64).alias(c) for c in PREDICTION_COLUMNS],
-                pl.lit(None, pl.String).alias(EXTRAPOLATION), pl.lit(self.version).alias("model_version"))
-        # through the pyfunc, so the registered signature is enforced exactly as for any MLflow client
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
-            predicted = self.pyfunc.predict(self.model.model_input(features))
+    @property
+    def takes_contract_rows(self) -> bool:
+        """Versions registered before the feature engineering travelled with the model took feature rows."""
+        return getattr(self.pyfunc.unwrap_python_model(), "features", None) is not None
+
+    def predict(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Telemetry-contract rows plus predicted_tokens_per_sec_per_gpu, predicted_low, predicted_high (80%
+        interval, tokens/s per GPU; null where a row cannot be scored), extrapolation, unscored_reason (why
+        not) and model_version."""
+        if rows.height == 0:
+            return rows.with_columns(*[pl.lit(None, pl.Float64).alias(c) for c in PREDICTION_COLUMNS],
+                                     *[pl.lit(None, pl.String).alias(c) for c in (EXTRAPOLATION, UNSCORED_REASON)],
+                                     pl.lit(self.version).alias("model_version"))
+        if self.takes_contract_rows:
+            # through the pyfunc, so the registered signature is enforced exactly as for any MLflow client
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # MLflow's type-hint advice; the signature is the schema
+                predicted = self.pyfunc.predict(contract_frame(rows).to_pandas())  # only what the signature names
+        else:
+            # an older version: the same feature engineering, with the configured reference files
+            predicted = score_contract_rows(self.model, ContractFeatures.configured(), rows)
         columns = [pl.Series(name, predicted[name].to_numpy(dtype="float64"), dtype=pl.Float64, nan_to_null=True)
                    for name in PREDICTION_COLUMNS]
-        # versions trained before extrapolation flags only know seen / unseen GPUs
-        flags = (predicted[EXTRAPOLATION].astype(str).tolist() if EXTRAPOLATION in predicted.columns
-                 else ["" if g in self.seen_gpus else "unseen_gpu" for g in features["gpu"].to_list()])
-        columns.append(pl.Series(EXTRAPOLATION, flags, dtype=pl.String))
-        return features.with_columns(*columns, pl.lit(self.version).alias("model_version"))
+        columns += [pl.Series(name, [None if v is None or v != v else str(v) for v in predicted[name]],
+                              dtype=pl.String) for name in (EXTRAPOLATION, UNSCORED_REASON)]
+        out = rows.drop([c for c in OUTPUT_COLUMNS if c in rows.columns])
+        return out.with_columns(*columns, pl.lit(self.version).alias("model_version"))
 
 
 def _load_version(version: str) -> tuple[Any, TokenEfficiencyModel]:
@@ -165,76 +176,15 @@ def write_rows(frame: pl.DataFrame, path: Path) -> None:
         raise ValueError(f"{path}: unsupported output format {suffix!r} (use .csv or .parquet)")
 
 
-def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame) -> list[str | None]:
-    """Why each row cannot be scored (None when it can). `runs` are normalise_runs output and `features`
-    build_features output for the same rows, in the same order."""
-    reasons: list[str | None] = []
-    for run, feature in zip(runs.iter_rows(named=True), features.iter_rows(named=True), strict=True):
-        problems = []
-        if run.get("gpu_name") is None:
-            problems.append("no gpu given")
-        elif run.get("gpu") is None:
-            problems.append(f"unknown GPU {run['gpu_name']!r} (not in gpu_aliases.csv)")
-        if run.get("precision_name") is None:
-            problems.append("no precision given")
-        elif run.get("precision") is None:
-            problems.append(f"unknown precision {run['precision_name']!r}")
-        if run.get("unparsed_fields"):
-            problems.append(f"unreadable values: {run['unparsed_fields']}")
-        for column, rule in (("num_gpus", "at least 1"), ("params_b", "above 0"), ("seq_len", "above 0")):
-            value = run.get(column)
-            if value is None:
-                if f"{column}=" not in (run.get("unparsed_fields") or ""):
-                    problems.append(f"missing {column}")
-            elif value <= 0 or (column == "num_gpus" and value < 1):
-                problems.append(f"{column} must be {rule}")
-        if not problems:
-            if feature.get("gpu_memory_gb") is None and feature.get("peak_tflops") is None:
-                problems.append(f"no spec row for GPU {run['gpu']!r} in gpu_specs.csv")
-            elif feature.get("peak_tflops") is None:
-                problems.append(f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv")
-            elif feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
-                problems.append("physics bound cannot be computed (FLOPs per token unknown)")
-        reasons.append("; ".join(problems) or None)
-    return reasons
-
-
 def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
-    """Input rows (telemetry contract) -> the same rows plus OUTPUT_COLUMNS. Never raises for a bad row."""
-    from tasks.features import build_features
-    from tasks.reference import load_reference_tables, read_aliases
-    from tasks.telemetry.normalise import normalise_runs
-    from tasks.warehouse import connect
-
-    runs = normalise_runs(rows.drop([c for c in IGNORED_INPUT_COLUMNS if c in rows.columns]), read_aliases())
-    # an in-memory database with the reference tables: prediction never locks the working warehouse
-    con = connect(Path(":memory:"))
-    try:
-        load_reference_tables(con)
-        features = build_features(con, runs)
-    finally:
-        con.close()
-    reasons = unscored_reasons(runs, features)
-    scorable = pl.Series([r is None for r in reasons], dtype=pl.Boolean)
-    scored = champion.predict(features.with_row_index("_row").filter(scorable))
-    predictions = (
-        pl.DataFrame({"_row": pl.arange(0, rows.height, eager=True, dtype=pl.UInt32)})
-        .join(scored.select("_row", *PREDICTION_COLUMNS, EXTRAPOLATION, "model_version"), on="_row", how="left",
-              maintain_order="left")
-        .drop("_row")
-    )
-    # a row the checks above let through but the model could not score (e.g. the structured model needs the
-    # GPU's memory bandwidth, which a spec row may lack) says so instead of carrying a silent null
-    predicted = predictions["predicted_tokens_per_sec_per_gpu"].to_list()
-    for i, (reason, value) in enumerate(zip(reasons, predicted, strict=True)):
-        if reason is None and value is None:
-            row = features.row(i, named=True)
-            missing = [c for c in SPEC_COLUMNS if row.get(c) is None]
-            reasons[i] = (f"no prediction: {', '.join(missing)} of {row['gpu']} missing in gpu_specs.csv" if missing
-                          else "no prediction: the model returned none for this row")
+    """Input rows (telemetry contract) -> the same rows plus OUTPUT_COLUMNS (model_version only where scored).
+    Never raises for a bad row."""
+    predicted = champion.predict(rows)
+    scored = pl.col(UNSCORED_REASON).is_null()
     out = rows.drop([c for c in OUTPUT_COLUMNS if c in rows.columns])
-    reason = pl.DataFrame({"unscored_reason": reasons}, schema={"unscored_reason": pl.String})
-    return pl.concat([out, predictions, reason], how="horizontal")
+    return pl.concat([out, predicted.select(
+        *PREDICTION_COLUMNS, EXTRAPOLATION, pl.when(scored).then(pl.col("model_version")).alias("model_version"),
+        UNSCORED_REASON)], how="horizontal")
 
 
 class PredictInputError(ValueError):

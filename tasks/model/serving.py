@@ -1,6 +1,7 @@
 """The registered model: a fitted pipeline plus what must travel with it (target limits, interval offsets,
-the GPUs it was trained on), wrapped as an MLflow pyfunc so `models:/token-efficiency@champion` returns
-tokens/s per GPU with an 80% interval."""
+the GPUs it was trained on, the feature engineering and its reference files), wrapped as an MLflow pyfunc so
+`models:/token-efficiency@champion` takes telemetry-contract rows and returns tokens/s per GPU with an 80%
+interval."""
 
 from __future__ import annotations
 
@@ -13,9 +14,18 @@ import pandas as pd
 import polars as pl
 from mlflow.models.signature import ModelSignature
 from mlflow.types import ColSpec, Schema
+from mlflow.types.schema import AnyType
 from sklearn.pipeline import Pipeline
 
 from tasks.model.candidates import CandidateSpec
+from tasks.model.contract_rows import (
+    CONTRACT_INPUT_COLUMNS,
+    PREDICTION_REQUIRED_COLUMNS,
+    REFERENCE_FILES,
+    ContractFeatures,
+    contract_frame,
+    no_prediction_reason,
+)
 from tasks.model.design import PHYSICS_BOUND
 from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets, NormalisedConformal
@@ -111,15 +121,6 @@ class TokenEfficiencyModel:
                 out[name] = pd.to_numeric(pd.Series(values, index=frame.index), errors="coerce").astype("float64")
         return out
 
-    def signature(self) -> ModelSignature:
-        inputs = Schema([
-            ColSpec("string" if name in self.string_columns else "double", name,
-                    required=name in ("gpu", PHYSICS_BOUND))
-            for name in self.input_columns
-        ])
-        outputs = Schema([*(ColSpec("double", name) for name in PREDICTION_COLUMNS), ColSpec("string", EXTRAPOLATION)])
-        return ModelSignature(inputs=inputs, outputs=outputs)
-
     def predict(self, features: pd.DataFrame | pl.DataFrame) -> pd.DataFrame:
         """tokens/s per GPU and the interval; NaN where the physics bound is unknown (no peak, no spec)."""
         frame = self.model_input(features)
@@ -159,15 +160,68 @@ class TokenEfficiencyModel:
         }, index=frame.index)
 
 
+UNSCORED_REASON = "unscored_reason"   # why a row has no prediction (None when it has one)
+MODEL_OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, UNSCORED_REASON)  # what the pyfunc returns
+
+
+def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
+                        rows: pd.DataFrame | pl.DataFrame) -> pd.DataFrame:
+    """Telemetry-contract rows -> MODEL_OUTPUT_COLUMNS, one row per input row (same index): tokens/s per GPU with
+    its interval, the extrapolation flags, and for a row that cannot be scored NaN and the reason."""
+    frame = contract_frame(rows)
+    index = rows.index if isinstance(rows, pd.DataFrame) else pd.RangeIndex(frame.height)
+    engineered, reasons = features.build(frame)
+    scorable = [r is None for r in reasons]
+    out = pd.DataFrame({name: np.full(frame.height, np.nan) for name in PREDICTION_COLUMNS})
+    out[EXTRAPOLATION] = pd.Series([None] * frame.height, dtype=object)
+    if any(scorable):
+        chosen = engineered.filter(pl.Series(scorable, dtype=pl.Boolean))
+        predicted = model.predict(model.model_input(chosen))
+        at = np.flatnonzero(scorable)
+        for name in PREDICTION_COLUMNS:
+            out.loc[at, name] = predicted[name].to_numpy(dtype="float64")
+        out.loc[at, EXTRAPOLATION] = predicted[EXTRAPOLATION].astype(str).to_numpy()
+        for position, value in zip(at, predicted["predicted_tokens_per_sec_per_gpu"].to_numpy(), strict=True):
+            if not np.isfinite(value):
+                reasons[position] = no_prediction_reason(engineered.row(int(position), named=True))
+                out.loc[position, EXTRAPOLATION] = None
+    out[UNSCORED_REASON] = pd.Series(reasons, dtype=object)
+    out.index = index
+    return out
+
+
+def contract_signature() -> ModelSignature:
+    """Input: the telemetry contract's columns without throughput, the prediction's required ones required.
+    Typed `Any` on purpose: rows arrive as CSV text or with pandas' inferred types (an empty column is all-NaN
+    float, `true` a boolean); the model's own normalisation parses every value and names the unreadable ones
+    in `unscored_reason` per row, where a typed schema would reject the whole frame."""
+    inputs = Schema([ColSpec(AnyType(), name, required=name in PREDICTION_REQUIRED_COLUMNS)
+                     for name in CONTRACT_INPUT_COLUMNS])
+    outputs = Schema([*(ColSpec("double", name) for name in PREDICTION_COLUMNS),
+                      ColSpec("string", EXTRAPOLATION, required=False),
+                      ColSpec("string", UNSCORED_REASON, required=False)])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
 with warnings.catch_warnings():
-    # MLflow suggests type hints on predict; the explicit signature (TokenEfficiencyModel.signature) is the schema
+    # MLflow suggests type hints on predict; the explicit signature (contract_signature) is the schema
     warnings.simplefilter("ignore", UserWarning)
 
     class TokenEfficiencyPyfunc(mlflow.pyfunc.PythonModel):
-        """MLflow wrapper. Serialized with cloudpickle; loading needs the `gpucost` package (tasks.model)."""
+        """MLflow wrapper: takes telemetry-contract rows and engineers their features itself, with the
+        reference files logged as the model's artifacts (REFERENCE_FILES names) and the project code logged
+        as its code_paths; serialized with cloudpickle."""
 
-        def __init__(self, model: TokenEfficiencyModel) -> None:
+        def __init__(self, model: TokenEfficiencyModel, features: ContractFeatures | None = None) -> None:
             self.model = model
+            self.features = features   # None in versions registered before contract rows (they took feature rows)
+
+        def load_context(self, context) -> None:  # the reference files as this copy of the model holds them
+            if getattr(self, "features", None) is not None:
+                self.features = self.features.with_files(
+                    {name: context.artifacts[name] for name in REFERENCE_FILES})
 
         def predict(self, context, model_input, params=None):  # untyped on purpose: the signature is the schema
-            return self.model.predict(model_input)
+            if getattr(self, "features", None) is None:
+                return self.model.predict(model_input)
+            return score_contract_rows(self.model, self.features, model_input)

@@ -12,6 +12,7 @@ from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from tasks.model.home_artifacts import ensure_registered, home_artifact_location
 from tasks.settings import paths
 
 EXPERIMENT = "token-efficiency"
@@ -26,6 +27,11 @@ TAG_DECISION = "promotion_decision"
 TAG_REASON = "promotion_reason"
 TAG_WAS_CHAMPION = "was_champion"      # "true" once a version has held `champion` (fallback order)
 TAG_STATUS_NOTE = "status_note"        # why a version has no alias (e.g. left by an interrupted training)
+# version and run tag: sha256 of what the registered model is made of (tasks.model.training.training_fingerprint)
+TAG_FINGERPRINT = "training_fingerprint"
+# run tag of a training that registered nothing: why (the version it would have duplicated)
+TAG_NOT_REGISTERED = "not_registered_reason"
+UNCHANGED = "unchanged"                # promotion_decision of such a run
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ def tracking_uri(uri: str | None = None) -> str:
 def connect_tracking(uri: str | None = None, create_experiment: bool = True) -> Tracking:
     """Point MLflow at the store; create the experiment with its artifacts under GPUCOST_HOME if needed."""
     _quiet()
+    ensure_registered()
     uri = tracking_uri(uri)
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -56,13 +63,12 @@ def connect_tracking(uri: str | None = None, create_experiment: bool = True) -> 
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is None and create_experiment:
-        # a local store keeps its artifacts under GPUCOST_HOME (not in the working directory, MLflow's default);
-        # a tracking server decides for itself
+        # a local store keeps its artifacts under GPUCOST_HOME (not in the working directory, MLflow's default),
+        # stored relative to it (tasks/model/home_artifacts.py says why); a tracking server decides for itself
         location = None
         if uri.startswith("sqlite:") or uri.startswith("file:"):
-            artifacts = paths().mlflow_artifacts
-            artifacts.mkdir(parents=True, exist_ok=True)
-            location = artifacts.as_uri()
+            paths().mlflow_artifacts.mkdir(parents=True, exist_ok=True)
+            location = home_artifact_location()
         experiment_id = client.create_experiment(EXPERIMENT, artifact_location=location)
     else:
         experiment_id = experiment.experiment_id if experiment is not None else ""

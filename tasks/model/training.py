@@ -4,13 +4,15 @@ grouped by source), log each as an MLflow run, register the best with calibrated
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -21,9 +23,11 @@ import mlflow
 import numpy as np
 import pandas as pd
 import polars as pl
+import pyarrow
 import sklearn
 from matplotlib.figure import Figure
 from mlflow.entities import Metric
+from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
@@ -32,6 +36,7 @@ from threadpoolctl import threadpool_limits
 from tasks import config as project_config
 from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
+from tasks.model.contract_rows import ContractFeatures, files_digest
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
     METRICS,
@@ -52,21 +57,30 @@ from tasks.model.intervals import (
     NormalisedConformal,
     normalised_fold_coverage,
 )
-from tasks.model.serving import TokenEfficiencyModel, TokenEfficiencyPyfunc, TrainingCoverage
+from tasks.model.serving import (
+    TokenEfficiencyModel,
+    TokenEfficiencyPyfunc,
+    TrainingCoverage,
+    contract_signature,
+)
 from tasks.model.tracking import (
     CHALLENGER,
     CHAMPION,
     REGISTERED_MODEL,
     TAG_DECISION,
     TAG_DIGEST,
+    TAG_FINGERPRINT,
+    TAG_NOT_REGISTERED,
     TAG_REASON,
     TAG_SPEC,
     TAG_STATUS_NOTE,
     TAG_WAS_CHAMPION,
+    UNCHANGED,
     Tracking,
     connect_tracking,
     version_by_alias,
 )
+from tasks.settings import PROJECT_ROOT
 from tasks.warehouse import query
 
 log = logging.getLogger("gpucost.train")
@@ -126,12 +140,18 @@ class TrainingOutcome:
     run_id: str
     wall_seconds: float
 
+    registered: bool = True                        # False: identical to `version`, nothing registered
+
     def summary_line(self) -> str:
+        if not self.registered:
+            return f"train: no new version ({self.best}): {self.reason}"
         return f"train: version {self.version} -> {self.alias} ({self.best}): {self.reason}"
 
     def markdown(self) -> str:
         groupings = list(next(iter(self.median_ape.values())).keys())
-        lines = [f"## Training: version {self.version} -> `{self.alias}`", "", self.reason, "",
+        title = (f"version {self.version} -> `{self.alias}`" if self.registered
+                 else f"no new version (v{self.version} is identical)")
+        lines = [f"## Training: {title}", "", self.reason, "",
                  "| candidate | score | " + " | ".join(f"median APE ({g} CV)" for g in groupings) + " |",
                  "|---|---:|" + "---:|" * len(groupings)]
         for name, score in sorted(self.scores.items(), key=lambda item: item[1]):
@@ -322,7 +342,8 @@ def rescore_champion(tracking: Tracking, best: CandidateEvaluation, data: Traini
 
 
 def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: float | None,
-                     rescore_error: str | None, data: TrainingData, config: Mapping[str, Any]) -> PromotionDecision:
+                     rescore_error: str | None, data: TrainingData, config: Mapping[str, Any],
+                     fingerprint: str | None = None) -> PromotionDecision:
     if champion is None:
         return PromotionDecision(True, "no champion yet: the first registered version becomes champion")
     version = str(champion.version)
@@ -338,6 +359,13 @@ def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: f
     if same_spec and rule.get("promote_refit_on_new_data", False) and champion.tags.get(TAG_DIGEST) != data.digest:
         return PromotionDecision(True, f"promoted as a refit of the champion's own spec on new training data "
                                        f"({figures})", version, champion_score)
+    # same spec, same rows, yet not the champion's fingerprint: the reference files or vocabulary the model carries
+    # (e.g. a GPU added to gpu_specs.csv, which no training row changes) or its settings changed; the champion
+    # would keep predicting with the old ones
+    if (same_spec and rule.get("promote_refit_on_new_data", False) and fingerprint is not None
+            and champion.tags.get(TAG_FINGERPRINT) != fingerprint):
+        return PromotionDecision(True, f"promoted as a refit of the champion's own spec with changed reference "
+                                       f"data or settings ({figures})", version, champion_score)
     return PromotionDecision(False, f"kept champion v{version}: {figures}", version, champion_score)
 
 
@@ -364,32 +392,86 @@ def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
 
 
 def pip_requirements() -> list[str]:
-    """Explicit (inferring them costs seconds per model). Loading also needs the gpucost package itself."""
+    """Explicit (inferring them costs seconds per model). The project code itself travels as code_paths; the
+    feature engineering runs DuckDB SQL over polars frames (pyarrow between them)."""
     return [f"mlflow=={mlflow.__version__}", f"scikit-learn=={sklearn.__version__}", f"pandas=={pd.__version__}",
-            f"numpy=={np.__version__}", f"polars=={pl.__version__}", f"cloudpickle=={cloudpickle.__version__}"]
+            f"numpy=={np.__version__}", f"polars=={pl.__version__}", f"cloudpickle=={cloudpickle.__version__}",
+            f"duckdb=={duckdb.__version__}", f"pyarrow=={pyarrow.__version__}"]
 
 
-def log_version(model: TokenEfficiencyModel) -> str:
-    """Log the pyfunc model in the active run and register it (the slow part: files go to the artifact store)."""
-    with warnings.catch_warnings():
-        # the explicit signature replaces an input example (which MLflow would run through the model)
+# The project code the pyfunc runs (its feature SQL included), logged with every version as its code_paths:
+# a fresh process loading the model from the registry imports this copy.
+CODE_PATHS = (PROJECT_ROOT / "tasks", PROJECT_ROOT / "sql")
+# An input example: contract columns of two training rows (what a caller passes; throughput left out).
+EXAMPLE_COLUMNS = ("run_id", "gpu", "num_gpus", "params_b", "seq_len", "precision", "workload", "micro_batch",
+                   "global_batch_tokens", "activation_checkpointing", "framework")
+
+
+def input_example(data: TrainingData) -> pd.DataFrame:
+    return data.frame.loc[:, list(EXAMPLE_COLUMNS)].head(2).reset_index(drop=True)
+
+
+def training_fingerprint(data: TrainingData, spec: CandidateSpec, config: Mapping[str, Any],
+                         features: ContractFeatures) -> str:
+    """sha256 of what a registered version is made of: the training rows as loaded (their digest), the winning
+    spec with its hyperparameters and seed, the settings that shape its fit and intervals (target clip, interval
+    calibration, CV splits, seed), and the feature engineering it carries (vocabulary, reference files' bytes).
+    The same fingerprint twice means the same model: nothing new to register."""
+    parts = {"data": data.digest, "spec": spec.to_dict(), "seed": config["seed"], "target": config["target"],
+             "intervals": config["intervals"], "cv": config["cv"], "vocabulary": features.vocabulary,
+             "reference": files_digest(features.files)}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def version_with_fingerprint(tracking: Tracking, fingerprint: str) -> Any:
+    """The newest registered version tagged with `fingerprint` (None when there is none)."""
+    try:
+        versions = tracking.client.search_model_versions(f"name = '{REGISTERED_MODEL}'")
+    except MlflowException:
+        return None
+    same = [v for v in versions if (v.tags or {}).get(TAG_FINGERPRINT) == fingerprint]
+    return max(same, key=lambda v: int(v.version)) if same else None
+
+
+@contextmanager
+def _environment(name: str, value: str) -> Iterator[None]:
+    """`name` = `value` in the environment for the block (MLflow reads some settings only from there)."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def log_version(model: TokenEfficiencyModel, features: ContractFeatures, example: pd.DataFrame) -> str:
+    """Log the pyfunc model (its reference files as artifacts, the project code as code_paths, the contract
+    signature and an input example) in the active run and register it (the slow part: files are copied)."""
+    with warnings.catch_warnings(), _environment(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR.name, "false"):
+        # MLflow's type-hint advice and its integer-column hint about the example: the signature is the schema;
+        # copying each reference file into the model would draw a progress bar on stderr, terminal or not
         warnings.simplefilter("ignore", UserWarning)
         info = mlflow.pyfunc.log_model(
-            name="model", python_model=TokenEfficiencyPyfunc(model), signature=model.signature(),
+            name="model", python_model=TokenEfficiencyPyfunc(model, features), artifacts=dict(features.files),
+            code_paths=[str(p) for p in CODE_PATHS], signature=contract_signature(), input_example=example,
             pip_requirements=pip_requirements(), registered_model_name=REGISTERED_MODEL,
         )
     return str(info.registered_model_version)
 
 
 def alias_and_tag(tracking: Tracking, version: str, model: TokenEfficiencyModel, best: CandidateEvaluation,
-                  data: TrainingData, decision: PromotionDecision) -> None:
+                  data: TrainingData, decision: PromotionDecision, fingerprint: str) -> None:
     """Alias the new version (first: the moment it was decided against the current champion) and tag it."""
     client = tracking.client
     client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION if decision.promote else CHALLENGER, version)
     tags = {TAG_SPEC: best.spec.to_json(), TAG_DIGEST: data.digest, "training_rows": str(data.rows),
             "candidate": best.spec.name, "score": f"{best.score:.6f}",
             "intervals": json.dumps(model.intervals.to_dict()), "seen_gpus": ",".join(model.seen_gpus),
-            TAG_DECISION: CHAMPION if decision.promote else CHALLENGER, TAG_REASON: decision.reason}
+            TAG_DECISION: CHAMPION if decision.promote else CHALLENGER, TAG_REASON: decision.reason,
+            TAG_FINGERPRINT: fingerprint}
     if decision.promote:
         tags[TAG_WAS_CHAMPION] = "true"  # load_champion falls back to former champions first
     for key, value in tags.items():
@@ -498,12 +580,35 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
     # (HistGradientBoosting ~5x faster single-threaded here); results are identical
     with threadpool_limits(limits=int(compute.get("openmp_threads", 1)), user_api="openmp"):
         return _train_and_register(data, config, target, folds, specs, tracking,
-                                   plot_dpi=int(compute.get("residual_plot_dpi", 100)), started=started)
+                                   plot_dpi=int(compute.get("residual_plot_dpi", 100)), started=started,
+                                   features=ContractFeatures.configured())
+
+
+def _unchanged(tracking: Tracking, same: Any, fingerprint: str, best: CandidateEvaluation,
+               evaluations: list[CandidateEvaluation], model: TokenEfficiencyModel, data: TrainingData,
+               folds: Mapping[str, list[Fold]], run_id: str, started: float) -> TrainingOutcome:
+    """The active run registers nothing: version `same` was made of exactly this (same fingerprint)."""
+    # (a version found by search carries no aliases: ask for each)
+    holders = {a: version_by_alias(tracking.client, a) for a in (CHAMPION, CHALLENGER)}
+    alias = next((a for a, v in holders.items() if v is not None and str(v.version) == str(same.version)), "none")
+    reason = (f"identical to v{same.version} ({alias}): same training rows (data digest {data.digest[:12]}), "
+              f"same best spec {best.spec.name} and settings (training fingerprint {fingerprint[:12]})")
+    mlflow.set_tags({"best_candidate": best.spec.name, "registered_version": "none", TAG_DECISION: UNCHANGED,
+                     TAG_REASON: reason, TAG_NOT_REGISTERED: reason, "identical_to_version": str(same.version)})
+    wall = time.perf_counter() - started
+    mlflow.log_metrics({"best_score": best.score, "wall_seconds": wall})
+    log.info("no new version: %s", reason)
+    return TrainingOutcome(
+        version=str(same.version), alias=alias, reason=reason, best=best.spec.name,
+        scores={e.spec.name: e.score for e in evaluations},
+        median_ape={e.spec.name: {g: e.median_ape(g) for g in folds} for e in evaluations},
+        coverage=best.coverage, intervals=model.intervals, champion_rescored=None, rows=data.rows,
+        digest=data.digest, run_id=run_id, wall_seconds=wall, registered=False)
 
 
 def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: TargetSpec,
                         folds: Mapping[str, list[Fold]], specs: list[CandidateSpec], tracking: Tracking,
-                        plot_dpi: int, started: float) -> TrainingOutcome:
+                        plot_dpi: int, started: float, features: ContractFeatures) -> TrainingOutcome:
     run_name = f"train-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     with mlflow.start_run(experiment_id=tracking.experiment_id, run_name=run_name, tags=process_tags()) as parent:
         mlflow.log_params({"candidates": ",".join(s.name for s in specs), "training_rows": data.rows,
@@ -529,10 +634,16 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
         for name, groupings in losses.items():
             log.info("%s is not eligible: worse than the constant-MFU baseline on %s", name, ", ".join(groupings))
         best = next(e for e in evaluations if e.spec.name == winner)
-        champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
-        decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
+        fingerprint = training_fingerprint(data, best.spec, config, features)
+        mlflow.set_tag(TAG_FINGERPRINT, fingerprint)
         model = fit_model(best, data, target, config)
-        version = log_version(model)
+        same = version_with_fingerprint(tracking, fingerprint)
+        if same is not None:
+            return _unchanged(tracking, same, fingerprint, best, evaluations, model, data, folds,
+                              parent.info.run_id, started)
+        champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
+        decision = decide_promotion(best, champion, champion_score, rescore_error, data, config, fingerprint)
+        version = log_version(model, features, input_example(data))
         # another training sharing the registry may have promoted a version meanwhile: decide against that one,
         # right before aliasing (what is left of the race is settled just after)
         for _ in range(3):
@@ -540,8 +651,8 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
             if (current.version if current else None) == (champion.version if champion else None):
                 break
             champion, champion_score, rescore_error = rescore_champion(tracking, best, data, folds, target, config)
-            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config)
-        alias_and_tag(tracking, version, model, best, data, decision)
+            decision = decide_promotion(best, champion, champion_score, rescore_error, data, config, fingerprint)
+        alias_and_tag(tracking, version, model, best, data, decision, fingerprint)
         decision = settle_concurrent_promotion(tracking, version, decision)
         alias = CHAMPION if decision.promote else CHALLENGER
         baseline = next(e for e in evaluations if e.spec.kind == BASELINE_KIND)

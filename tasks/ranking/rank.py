@@ -12,7 +12,6 @@ import polars as pl
 
 from tasks import config as project_config
 from tasks.config import Ranking
-from tasks.features import build_features
 from tasks.ranking.workloads import load_workloads, require_workloads
 from tasks.warehouse import execute, query, registered, transaction
 
@@ -43,7 +42,7 @@ class ThroughputModel(Protocol):
 
     version: str
 
-    def predict(self, features: pl.DataFrame) -> pl.DataFrame: ...
+    def predict(self, rows: pl.DataFrame) -> pl.DataFrame: ...
 
 
 @dataclass
@@ -58,12 +57,13 @@ class RankingResult:
     warnings: list[str] = field(default_factory=list)   # said loudly: summary, artifact, nightly outcome
 
 
-def predict_runs(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, champion: ThroughputModel | None) -> pl.DataFrame:
-    """Champion throughput per run_id (PREDICTION_SCHEMA); empty without a champion or runs."""
+def predict_runs(runs: pl.DataFrame, champion: ThroughputModel | None) -> pl.DataFrame:
+    """Champion throughput per run_id (PREDICTION_SCHEMA); empty without a champion or runs. The runs are
+    telemetry-contract rows: the champion engineers their features itself (tasks.model.contract_rows), as for
+    `gpucost predict`."""
     if champion is None or runs.is_empty():
         return pl.DataFrame(schema=PREDICTION_SCHEMA)
-    features = build_features(con, runs)
-    predicted = champion.predict(features)
+    predicted = champion.predict(runs)
     if "model_version" not in predicted.columns:
         predicted = predicted.with_columns(model_version=pl.lit(champion.version))
     if "extrapolation" not in predicted.columns:  # a ThroughputModel that does not say
@@ -164,7 +164,7 @@ def rank_offers(
                 execute(con, "marts/offer_candidates", candidate_params)
                 execute(con, "marts/cluster_ladder")
                 runs = query(con, "marts/prediction_runs").pl()
-                predictions = predict_runs(con, runs, champion)
+                predictions = predict_runs(runs, champion)
                 result.predictions += predictions.height
                 with registered(con, "ranking_predictions", predictions):
                     execute(con, "marts/insert_ranking", params)

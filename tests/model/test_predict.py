@@ -5,11 +5,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import mlflow
+import pandas as pd
 import polars as pl
 import pytest
+from mlflow.exceptions import MlflowException
 from typer.testing import CliRunner
 
 from tasks.model.predict import NoChampionError, load_champion, predict_file
+from tasks.model.tracking import connect_tracking
+from tasks.telemetry.contract import INPUT_KINDS
 from tests.conftest import FIXTURES
 
 PREDICT_INPUT = FIXTURES / "model_predict_input.csv"
@@ -36,13 +41,52 @@ def test_predict_file_without_champion_fails_clearly(tmp_path: Path) -> None:
 def test_champion_predict_keeps_rows_and_adds_contract_columns(in_trained_home, training_features) -> None:
     champion = load_champion()
     assert champion is not None and champion.version == "1"
-    rows = training_features.head(4)
+    rows = training_features.head(4)  # feature rows carry the contract's columns: they are contract rows too
     predicted = champion.predict(rows)
     assert predicted.columns == [*rows.columns, "predicted_tokens_per_sec_per_gpu", "predicted_low",
-                                 "predicted_high", "extrapolation", "model_version"]
+                                 "predicted_high", "extrapolation", "unscored_reason", "model_version"]
     assert predicted["run_id"].to_list() == rows["run_id"].to_list()
     assert predicted["model_version"].to_list() == ["1"] * 4
+    assert predicted["unscored_reason"].null_count() == 4
     assert predicted["predicted_tokens_per_sec_per_gpu"].is_finite().all()
+
+
+def test_registered_model_takes_contract_rows_like_gpucost_predict(in_trained_home, tmp_path: Path) -> None:
+    """`mlflow.pyfunc.load_model("models:/token-efficiency@champion").predict(df)` on the README's predict
+    input, read by pandas (numbers, a boolean column, an all-empty model_name), gives what `gpucost predict`
+    writes for the same rows read as text."""
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(tmp_path / "out.csv")])
+    assert result.exit_code == 0, result.output
+    cli = pl.read_csv(tmp_path / "out.csv", infer_schema=False)
+
+    mlflow.set_tracking_uri(connect_tracking(create_experiment=False).uri)
+    model = mlflow.pyfunc.load_model("models:/token-efficiency@champion")
+    predicted = model.predict(pd.read_csv(PREDICT_INPUT))
+    assert list(predicted.columns) == ["predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high",
+                                       "extrapolation", "unscored_reason"]
+    assert len(predicted) == 10  # one row out per row in
+    for name in ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high"):
+        for ours, theirs in zip(predicted[name], cli[name], strict=True):
+            if theirs is None:
+                assert math.isnan(ours)
+            else:
+                assert ours == pytest.approx(float(theirs), rel=1e-12)
+    assert [None if pd.isna(v) else v for v in predicted["unscored_reason"]] == cli["unscored_reason"].to_list()
+    # the fixture's 6 good rows are scored, its 4 broken ones (unknown GPU and precision, no fp8 peak on an
+    # A100, no params_b) are not
+    assert predicted["unscored_reason"].isna().tolist() == [True] * 6 + [False] * 4
+    assert predicted["extrapolation"].tolist()[:6] == ["unseen_framework"] * 2 + ["unseen_gpu,unseen_framework"] * 4
+
+    # the signature: the contract's columns without throughput, the five a prediction needs required
+    inputs = model.metadata.get_input_schema().inputs
+    assert [c.name for c in inputs] == [c for c in INPUT_KINDS if c not in
+                                        ("tokens_per_sec_per_gpu", "tokens_processed", "wall_seconds", "mfu")]
+    assert {c.name for c in inputs if c.required} == {"gpu", "num_gpus", "params_b", "seq_len", "precision"}
+    assert model.metadata.saved_input_example_info is not None
+    with pytest.raises(MlflowException, match="params_b"):
+        model.predict(pd.read_csv(PREDICT_INPUT).drop(columns="params_b"))
 
 
 def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, tmp_path: Path) -> None:
@@ -97,3 +141,15 @@ def test_unscorable_rows_get_a_reason_not_a_crash(in_trained_home, tmp_path: Pat
     assert unscored["model_version"].null_count() == 4
     written = pl.read_csv(tmp_path / "out.csv", infer_schema=False)
     assert written.height == 10 and "unscored_reason" in written.columns
+
+
+def test_a_version_registered_before_contract_rows_predicts_through_the_configured_files(in_trained_home) -> None:
+    # versions registered before the feature engineering travelled with the model have no `features`: the same
+    # engineering runs with the configured reference files (here the very files the model carries)
+    champion = load_champion()
+    rows = pl.read_csv(PREDICT_INPUT, infer_schema=False)
+    carried = champion.predict(rows)
+    champion.pyfunc.unwrap_python_model().features = None
+    assert not champion.takes_contract_rows
+    configured = champion.predict(rows)
+    assert configured.equals(carried)

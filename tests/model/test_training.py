@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import mlflow
 import numpy as np
+import pandas as pd
 import polars as pl
 import pytest
 from mlflow.tracking import MlflowClient
 
 from tasks.model.tracking import CHAMPION, EXPERIMENT, REGISTERED_MODEL, TAG_SPEC, connect_tracking
 from tasks.model.training import NotEnoughTelemetryError, train_and_register
-from tasks.settings import load_config, paths
+from tasks.settings import PROJECT_ROOT, load_config, paths
 
 
 def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Path, object],
@@ -24,21 +26,24 @@ def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Pat
     assert str(champion.version) == "1"
     assert champion.tags[TAG_SPEC]  # what makes it re-scorable
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    assert experiment.artifact_location.startswith((home / "mlflow" / "artifacts").as_uri())
+    # stored relative to GPUCOST_HOME (tasks/model/home_artifacts.py); the files are in this home
+    assert experiment.artifact_location == "gpucost-home:/mlflow/artifacts"
+    assert (home / "mlflow" / "artifacts" / "models").is_dir()
 
     model = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}@{CHAMPION}")
-    wrapped = model.unwrap_python_model().model
-    predicted = model.predict(wrapped.model_input(training_features.head(5)))
+    # training rows are contract rows too (their GPU ids, precision families and workloads are contract values)
+    predicted = model.predict(training_features.head(5).to_pandas())
     assert list(predicted.columns) == ["predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high",
-                                       "extrapolation"]
+                                       "extrapolation", "unscored_reason"]
+    assert predicted["unscored_reason"].isna().all()
     # training rows: every GPU, precision family and framework was seen, no cluster beyond the largest
     assert set(predicted["extrapolation"]) <= {"", "moe_little_data"}
-    values = predicted.drop(columns="extrapolation").to_numpy(dtype="float64")
+    values = predicted.drop(columns=["extrapolation", "unscored_reason"]).to_numpy(dtype="float64")
     assert np.isfinite(values).all()
     assert (predicted["predicted_low"] <= predicted["predicted_tokens_per_sec_per_gpu"]).all()
     assert (predicted["predicted_tokens_per_sec_per_gpu"] <= predicted["predicted_high"]).all()
-    assert {i.name for i in model.metadata.get_input_schema().inputs} >= {"gpu", "precision",
-                                                                           "physics_bound_tokens_per_sec_per_gpu"}
+    assert {i.name for i in model.metadata.get_input_schema().inputs} >= {"gpu", "precision", "num_gpus"}
+    assert "physics_bound_tokens_per_sec_per_gpu" not in {i.name for i in model.metadata.get_input_schema().inputs}
 
 
 def test_each_candidate_run_has_fold_metrics_dataset_plot_and_importance(in_trained_home: tuple[Path, object]) -> None:
@@ -81,37 +86,55 @@ def test_interval_coverage_is_reported_and_sane(in_trained_home: tuple[Path, obj
     assert intervals.unseen_low <= intervals.seen_low < 0 < intervals.seen_high <= intervals.unseen_high
 
 
-def test_training_twice_on_unchanged_data_keeps_the_champion(training_features: pl.DataFrame, small_config_dir: Path,
-                                                             use_config) -> None:
-    use_config(small_config_dir)
-    first = train_and_register(training_features, load_config("models"))
-    second = train_and_register(training_features, load_config("models"))
-    assert (first.version, first.alias) == ("1", "champion")
-    assert (second.version, second.alias) == ("2", "challenger")
-    # the champion was re-scored on the same rows and folds: the same spec gives the same score
-    assert second.champion_rescored == pytest.approx(first.scores[first.best], rel=1e-12)
-    client = MlflowClient(paths().mlflow_tracking_uri)
-    assert str(client.get_model_version_by_alias(REGISTERED_MODEL, "champion").version) == "1"
-    assert str(client.get_model_version_by_alias(REGISTERED_MODEL, "challenger").version) == "2"
-    version = client.get_model_version(REGISTERED_MODEL, "2")
-    assert version.tags["promotion_decision"] == "challenger"
-    assert version.tags["promotion_reason"].startswith("kept champion v1")
-    assert client.get_run(second.run_id).data.tags["promotion_reason"] == version.tags["promotion_reason"]
-
-
-def test_a_worse_candidate_set_cannot_demote_a_better_champion(training_features: pl.DataFrame,
-                                                               small_config_dir: Path, baseline_config_dir: Path,
-                                                               use_config) -> None:
+def test_another_candidate_set_with_the_same_winner_registers_nothing(training_features: pl.DataFrame,
+                                                                       small_config_dir: Path,
+                                                                       baseline_config_dir: Path, use_config) -> None:
     use_config(small_config_dir)
     first = train_and_register(training_features, load_config("models"))
     use_config(baseline_config_dir)
-    worse = train_and_register(training_features, load_config("models"))
-    assert worse.best == "physics_baseline" and worse.alias == "challenger"
-    # champion (first.best) re-scored on the same folds = its own first score; the baseline's is worse
-    assert worse.champion_rescored == pytest.approx(first.scores[first.best], rel=1e-12)
-    assert worse.scores["physics_baseline"] == pytest.approx(first.scores["physics_baseline"], rel=1e-12)
-    champion = MlflowClient(paths().mlflow_tracking_uri).get_model_version_by_alias(REGISTERED_MODEL, "champion")
-    assert str(champion.version) == "1"
+    again = train_and_register(training_features, load_config("models"))
+    # on this file alone the constant-MFU baseline wins the small set too (the structured model loses the
+    # leave-one-source-out grouping to it): same rows, same winning spec, same settings -> the same model
+    assert first.best == again.best == "physics_baseline"
+    assert again.scores["physics_baseline"] == pytest.approx(first.scores["physics_baseline"], rel=1e-12)
+    assert (again.registered, again.version, again.alias) == (False, "1", "champion")
+    client = MlflowClient(paths().mlflow_tracking_uri)
+    assert [str(v.version) for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")] == ["1"]
+    assert str(client.get_model_version_by_alias(REGISTERED_MODEL, "champion").version) == "1"
+
+
+def test_a_gpu_added_to_the_reference_files_reaches_the_champion(training_features: pl.DataFrame,
+                                                                 baseline_config_dir: Path, use_config,
+                                                                 tmp_path: Path) -> None:
+    """Same rows, same spec, but gpu_specs.csv / gpu_aliases.csv gained a GPU (no training row changes): the model
+    carries its reference files, so the refit is registered and promoted, and only it knows the new GPU."""
+    use_config(baseline_config_dir)
+    first = train_and_register(training_features, load_config("models"))
+    config = shutil.copytree(baseline_config_dir, tmp_path / "config")
+    specs, aliases = tmp_path / "gpu_specs.csv", tmp_path / "gpu_aliases.csv"
+    h100 = pl.read_csv(PROJECT_ROOT / "data/reference/gpu_specs.csv", infer_schema=False)
+    pl.concat([h100, h100.filter(pl.col("gpu") == "H100-SXM").with_columns(gpu=pl.lit("X100"))]).write_csv(specs)
+    known = pl.read_csv(PROJECT_ROOT / "data/reference/gpu_aliases.csv", infer_schema=False)
+    pl.concat([known, pl.DataFrame({"alias": ["X100"], "gpu": ["X100"], "note": ["test"]})]).write_csv(aliases)
+    settings = (config / "settings.toml").read_text(encoding="utf-8")
+    settings = settings.replace('gpu_specs = "data/reference/gpu_specs.csv"', f'gpu_specs = "{specs}"')
+    settings = settings.replace('gpu_aliases = "data/reference/gpu_aliases.csv"', f'gpu_aliases = "{aliases}"')
+    (config / "settings.toml").write_text(settings, encoding="utf-8")
+    use_config(config)
+    refit = train_and_register(training_features, load_config("models"))
+    assert (first.version, refit.version, refit.alias) == ("1", "2", "champion")
+    assert refit.reason.startswith("promoted as a refit of the champion's own spec with changed reference data")
+
+    rows = pd.DataFrame({"gpu": ["X100", "H100-SXM"], "num_gpus": [8, 8], "params_b": [7.0, 7.0],
+                         "seq_len": [4096, 4096], "precision": ["bf16", "bf16"]})
+    old = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}/1").predict(rows)
+    new = mlflow.pyfunc.load_model(f"models:/{REGISTERED_MODEL}@{CHAMPION}").predict(rows)
+    assert old["unscored_reason"][0] == "unknown GPU 'X100' (not in gpu_aliases.csv)"
+    assert new["unscored_reason"].isna().all()
+    # the constant-MFU baseline on an H100's specs under another name: the same point prediction (an unseen GPU)
+    assert new["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(new["predicted_tokens_per_sec_per_gpu"][1],
+                                                                       rel=1e-12)
+    assert new["extrapolation"][0].startswith("unseen_gpu")
 
 
 def test_better_candidate_set_replaces_a_baseline_champion(all_training_features: pl.DataFrame,

@@ -11,6 +11,7 @@ MLflow stores absolute artifact paths, so every state lives at ONE path (`States
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,11 +37,14 @@ params = { alpha = 3.0 }
 '''
 
 
-def write_config(target: Path, candidates: str) -> Path:
-    """config/ with a small candidate list and a sources file naming only the base state's inputs."""
+def write_config(target: Path, candidates: str, seed: int | None = None) -> Path:
+    """config/ with a small candidate list (and another `seed`, if given) and a sources file naming only the base
+    state's inputs."""
     shutil.copytree(PROJECT_ROOT / "config", target)
     text = (target / "models.toml").read_text(encoding="utf-8")
     head = text[: text.index("[[candidates]]")].replace("n_repeats = 3", "n_repeats = 1")
+    if seed is not None:
+        head = re.sub(r"(?m)^seed = \d+", f"seed = {seed}", head)
     (target / "models.toml").write_text(head + candidates, encoding="utf-8")
     sources = [
         f'[[prices]]\npath = "{driver.PRICES / name}"\nprovider = "{provider}"\nformat = "{fmt}"\n'
@@ -162,7 +166,9 @@ def training_features() -> pl.DataFrame:
 def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
     root = tmp_path_factory.mktemp("reliability")
     s = States(work=root / "home", snapshots=root / "snapshots",
-               base_config=write_config(root / "base-config", BASELINE_ONLY),
+               # another seed: the steps' training on the same rows is then not identical to the base champion
+               # (an identical one registers no version) and registers version 2, the state under test
+               base_config=write_config(root / "base-config", BASELINE_ONLY, seed=1),
                config=write_config(root / "config", BASELINE_AND_RIDGE),
                telemetry_file=second_telemetry_file(root / "telemetry_remeasured.csv"))
     with pytest.MonkeyPatch.context() as env:  # session scope: the function-scoped monkeypatch is not available

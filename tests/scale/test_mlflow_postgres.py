@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -110,15 +112,20 @@ def test_two_trainings_at_once_leave_a_consistent_registry(
     training_features.write_parquet(features)
     env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server.uri, "GPUCOST_CONFIG_DIR": str(baseline_config_dir),
            "GPUCOST_HOME": str(tmp_path / "home")}
+    # the second with another seed: a training identical to one already registered registers no version
+    reseeded = shutil.copytree(baseline_config_dir, tmp_path / "reseeded-config")
+    models = reseeded / "models.toml"
+    models.write_text(re.sub(r"(?m)^seed = \d+", "seed = 1", models.read_text(encoding="utf-8")), encoding="utf-8")
+    envs = [env, {**env, "GPUCOST_CONFIG_DIR": str(reseeded)}]
     go = [tmp_path / "go-first", tmp_path / "go-second"]
     logs = [tmp_path / "first.log", tmp_path / "second.log"]
     processes = []
     try:
-        for log, signal in zip(logs, go, strict=True):
+        for log, signal, process_env in zip(logs, go, envs, strict=True):
             with open(log, "wb") as out:
                 processes.append(subprocess.Popen(
                     [sys.executable, "-m", "tests.scale.train_process", str(features), str(signal)],
-                    env=env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT))
+                    env=process_env, cwd=PROJECT_ROOT, stdout=out, stderr=subprocess.STDOUT))
         go[0].touch()
         # the second training starts once the first one's run is open (RUNNING) on the server
         deadline = time.monotonic() + 240
