@@ -1,11 +1,12 @@
 """How the ingest flows run their files (config/settings.toml [ingest.runner]).
 
-`sequential` (the default): each file through the whole lifecycle on the flow's warehouse connection, one
-after another. `dask`: every file is read, staged and validated by a task on a Prefect task runner -
-prefect-dask's DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths
-and returns Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer,
-applies them in the given order, one transaction per file (apply_staged), while later files are still
-being staged. Same warehouse either way.
+`threads` (the default) and `dask`: every file is read, staged and validated by a task on a Prefect task
+runner - Prefect's ThreadPoolTaskRunner with `workers` threads in the flow's process, or prefect-dask's
+DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths and returns
+Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer, applies them
+in the given order, one transaction per file (apply_staged), while later files are still being staged.
+`sequential`: each file through the whole lifecycle on the flow's warehouse connection, one after another.
+Same warehouse every way.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from tasks.settings import load_config, paths
 from tasks.summary import outcome_line
 from tasks.warehouse import ingest_memory_limit
 
-RUNNERS = ("sequential", "dask")
+RUNNERS = ("threads", "sequential", "dask")
+DEFAULT_RUNNER = RUNNERS[0]
 
 
 class IngestRunnerError(ValueError):
@@ -39,8 +41,8 @@ class IngestRunnerError(ValueError):
 
 @dataclass(frozen=True)
 class IngestRunner:
-    kind: str = "sequential"
-    workers: int = 2             # Dask worker processes (LocalCluster)
+    kind: str = DEFAULT_RUNNER
+    workers: int = 2             # threads of the thread pool, or Dask worker processes (LocalCluster)
     threads_per_worker: int = 1  # DuckDB parallelises inside a worker already
 
     @property
@@ -51,7 +53,7 @@ class IngestRunner:
 def configured_ingest_runner() -> IngestRunner:
     """[ingest.runner] of config/settings.toml; GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS override it."""
     cfg = load_config("settings").get("ingest", {}).get("runner", {})
-    kind = os.environ.get("GPUCOST_INGEST_RUNNER") or str(cfg.get("kind", "sequential"))
+    kind = os.environ.get("GPUCOST_INGEST_RUNNER") or str(cfg.get("kind", DEFAULT_RUNNER))
     if kind not in RUNNERS:
         raise IngestRunnerError(f"ingest runner {kind!r} is not one of {', '.join(RUNNERS)} "
                                 "(config/settings.toml [ingest.runner] kind, or GPUCOST_INGEST_RUNNER)")
@@ -59,6 +61,15 @@ def configured_ingest_runner() -> IngestRunner:
     if workers < 1:
         raise IngestRunnerError(f"ingest runner workers must be at least 1, not {workers}")
     return IngestRunner(kind, workers, int(cfg.get("threads_per_worker", 1)))
+
+
+def task_runner(runner: IngestRunner) -> Any:
+    """The Prefect task runner that stages the files: a thread pool in this process, or a Dask cluster."""
+    if runner.kind == "dask":
+        return dask_task_runner(runner)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=runner.workers)
 
 
 def dask_task_runner(runner: IngestRunner) -> Any:
@@ -97,8 +108,8 @@ def ingest_in_parallel(
     jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(), ingest_memory_limit())
     outcomes: list[FileOutcome] = []
     try:
-        with dask_task_runner(runner) as task_runner:
-            futures = [task_runner.submit(stage_file_task, {"job": job}) for job in jobs]
+        with task_runner(runner) as pool:
+            futures = [pool.submit(stage_file_task, {"job": job}) for job in jobs]
             for number, (job, future) in enumerate(zip(jobs, futures, strict=True), start=1):
                 try:
                     staged = future.result()
