@@ -17,11 +17,11 @@ FEATURE_ROW = "_feature_row"
 
 
 def model_shapes_path() -> str:
-    return str(resolve_project_path(load_config("telemetry")["reference"]["model_shapes"]))
+    return str(resolve_project_path(load_config("settings")["reference"]["model_shapes"]))
 
 
 def matmul_ceilings_path() -> str:
-    return str(resolve_project_path(load_config("telemetry")["reference"]["matmul_ceilings"]))
+    return str(resolve_project_path(load_config("settings")["reference"]["matmul_ceilings"]))
 
 
 def _conform(runs: pl.DataFrame) -> pl.DataFrame:

@@ -8,8 +8,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.settings import config_dir, load_config
-
-WORKLOAD_TYPES = ("pretrain", "sft", "lora", "qlora")   # = Workload.workload
+from tasks.telemetry.contract import WORKLOAD_TYPES  # the contract's one list: telemetry rows and workloads alike
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),
@@ -61,7 +60,7 @@ class Workload(BaseModel):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal["pretrain", "sft", "lora", "qlora"]
+    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type] - a tuple of literals, spelled once
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None
