@@ -8,7 +8,7 @@ Sizes come from the environment (defaults = the issue's sizes):
   BENCH_RANK_WORKLOADS  workloads in the ranking run (default 10, i.e. 10^6 rows: at 100 workloads = 10^7 rows
                         the ranking SQL needs > 20 GB of RAM, see the README)
   BENCH_ONLY            comma-separated subset of: prices, telemetry, training, ranking, nightly, fetch, offer, dask
-  BENCH_DASK_WORKERS    worker processes of the Dask runner in section 7 (default 2)
+  BENCH_DASK_WORKERS    workers of the parallel ingest runners in section 7: threads, Dask processes (default 2)
   BENCH_FETCH_MB        size of the generated AWS offer file fetched and ingested (default 1024)
   BENCH_OFFER_BYTES     size of the generated AWS offer CSV of section 1b (default 2000000000, i.e. 2 GB)
   BENCH_WORK_DIR        generated files and state folders (default bench/results/work)

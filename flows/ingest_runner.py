@@ -1,11 +1,12 @@
 """How the ingest flows run their files (config/settings.toml [ingest.runner]).
 
-`sequential` (the default): each file through the whole lifecycle on the flow's warehouse connection, one
-after another. `dask`: every file is read, staged and validated by a task on a Prefect task runner -
-prefect-dask's DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths
-and returns Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer,
-applies them in the given order, one transaction per file (apply_staged), while later files are still
-being staged. Same warehouse either way.
+`threads` (the default) and `dask`: every file is read, staged and validated by a task on a Prefect task
+runner - Prefect's ThreadPoolTaskRunner with `workers` threads in the flow's process, or prefect-dask's
+DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths and returns
+Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer, applies them
+in the given order, one transaction per file (apply_staged), while later files are still being staged.
+`sequential`: each file through the whole lifecycle on the flow's warehouse connection, one after another.
+Same warehouse every way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prefect import task
 
 from flows.retries import io_task_options
 from tasks import config, progress
+from tasks.config import INGEST_RUNNERS
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
@@ -32,8 +34,8 @@ from tasks.warehouse import ingest_memory_limit
 
 @dataclass(frozen=True)
 class IngestRunner:
-    kind: str = "sequential"
-    workers: int = 2             # Dask worker processes (LocalCluster)
+    kind: str = INGEST_RUNNERS[0]
+    workers: int = 2             # threads of the thread pool, or Dask worker processes (LocalCluster)
     threads_per_worker: int = 1  # DuckDB parallelises inside a worker already
 
     @property
@@ -46,6 +48,15 @@ def configured_ingest_runner() -> IngestRunner:
     and checked by the loader (tasks/config.py: kind is one of its IngestRunner.kind values)."""
     cfg = config.settings().ingest.runner
     return IngestRunner(cfg.kind, cfg.workers, cfg.threads_per_worker)
+
+
+def task_runner(runner: IngestRunner) -> Any:
+    """The Prefect task runner that stages the files: a thread pool in this process, or a Dask cluster."""
+    if runner.kind == "dask":
+        return dask_task_runner(runner)
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=runner.workers)
 
 
 def dask_task_runner(runner: IngestRunner) -> Any:
@@ -84,8 +95,8 @@ def ingest_in_parallel(
     jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(), ingest_memory_limit())
     outcomes: list[FileOutcome] = []
     try:
-        with dask_task_runner(runner) as task_runner:
-            futures = [task_runner.submit(stage_file_task, {"job": job}) for job in jobs]
+        with task_runner(runner) as pool:
+            futures = [pool.submit(stage_file_task, {"job": job}) for job in jobs]
             for number, (job, future) in enumerate(zip(jobs, futures, strict=True), start=1):
                 try:
                     staged = future.result()

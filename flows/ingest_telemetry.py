@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options
 from tasks import config, progress
-from tasks.config import TelemetryReference, TelemetryValidation
+from tasks.config import ReferenceFiles, TelemetryValidation
 from tasks.features import refresh_feature_table
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
@@ -59,7 +59,7 @@ def mlflow_unreachable(
 
 
 @task(name="refresh-feature-table", cache_policy=NO_CACHE)
-def refresh_feature_table_task(con: duckdb.DuckDBPyConnection, reference: TelemetryReference) -> int:
+def refresh_feature_table_task(con: duckdb.DuckDBPyConnection, reference: ReferenceFiles) -> int:
     return refresh_feature_table(con, reference=reference)
 
 
@@ -77,7 +77,7 @@ def ingest_telemetry(
         paths, sources = configured_telemetry_paths(configured), configured_mlflow_sources(configured)
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
-    telemetry = config.telemetry()  # read once, passed to the tasks
+    telemetry, reference = config.telemetry(), config.settings().reference  # read once, passed to the tasks
     with warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
@@ -103,7 +103,7 @@ def ingest_telemetry(
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
-        feature_rows = refresh_feature_table_task(con, telemetry.reference)
+        feature_rows = refresh_feature_table_task(con, reference)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")
     print(report)

@@ -2,7 +2,7 @@
 
 Each file is validated whole when it is read: an unknown key is a typo, a value of the wrong type or out of
 range is refused, and the problem is said in ONE line naming the file, the key path and what was wrong, e.g.
-`config/settings.toml: ingest.runner.kind: must be one of 'sequential', 'dask' (got 'dsak')`, raised as
+`config/settings.toml: ingest.runner.kind: must be one of 'threads', 'sequential', 'dask' (got 'dsak')`, raised as
 ConfigError (the command line's exit code 2). Environment overrides (GPUCOST_INGEST_RUNNER, ...) are read by
 `tasks.settings.Environment` (pydantic-settings) and applied over the file before it is validated, so a bad
 override is named by its variable.
@@ -51,11 +51,19 @@ class Strict(BaseModel):
 # ------------------------------------------------------------------------------------------- settings.toml
 
 
+ReferenceName = Literal["folder", "gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings"]
+
+
 class ReferenceFiles(Strict):
+    """config/settings.toml [reference]: every reference-data file, in one place."""
+
+    folder: str = "data/reference"   # the price adapters' lookup tables, read by file name
     gpu_specs: str = "data/reference/gpu_specs.csv"
     gpu_aliases: str = "data/reference/gpu_aliases.csv"
+    model_shapes: str = "data/reference/model_shapes.csv"
+    matmul_ceilings: str = "data/reference/gpu_matmul_ceilings.csv"
 
-    def path(self, name: Literal["gpu_specs", "gpu_aliases"]) -> Path:
+    def path(self, name: ReferenceName) -> Path:
         return resolve_project_path(getattr(self, name))
 
 
@@ -71,7 +79,7 @@ class Validation(Strict):
     prices: PriceValidation = PriceValidation()
 
 
-INGEST_RUNNERS = ("sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
+INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
 
 
 class IngestRunner(Strict):
@@ -172,14 +180,6 @@ class PrecisionSpec(Strict):
 Family = Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
 
 
-class TelemetryReference(Strict):
-    model_shapes: str = "data/reference/model_shapes.csv"
-    matmul_ceilings: str = "data/reference/gpu_matmul_ceilings.csv"
-
-    def path(self, name: Literal["model_shapes", "matmul_ceilings"]) -> Path:
-        return resolve_project_path(getattr(self, name))
-
-
 class TelemetryValidation(Strict):
     max_implied_peak_ratio: Positive = 1.0
 
@@ -187,7 +187,6 @@ class TelemetryValidation(Strict):
 class Telemetry(Strict):
     """config/telemetry.toml: the spelling tables and the validation threshold."""
 
-    reference: TelemetryReference = TelemetryReference()
     validation: TelemetryValidation = TelemetryValidation()
     precision: dict[str, Family | PrecisionSpec] = {}
     precision_prefix: dict[str, PrecisionSpec] = {}

@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 
 from tasks import config
-from tasks.config import TelemetryReference
+from tasks.config import ReferenceFiles
 from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
 from tasks.warehouse import execute, query, registered
 
@@ -28,14 +28,14 @@ def _conform(runs: pl.DataFrame) -> pl.DataFrame:
 
 def build_features(
     con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, model_shapes: str | None = None,
-    matmul_ceilings: str | None = None, *, reference: TelemetryReference | None = None,
+    matmul_ceilings: str | None = None, *, reference: ReferenceFiles | None = None,
 ) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
     Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
     configured ones (`reference`, else the config file); a registered model passes the copies it carries."""
-    reference = reference or config.telemetry().reference
+    reference = reference or config.settings().reference
     with registered(con, "feature_input", _conform(runs)):
         features = query(con, "features/build_features", {
             "model_shapes": model_shapes or str(reference.path("model_shapes")),
@@ -43,7 +43,7 @@ def build_features(
     return features.select(FEATURE_COLUMNS)
 
 
-def refresh_feature_table(con: duckdb.DuckDBPyConnection, *, reference: TelemetryReference | None = None) -> int:
+def refresh_feature_table(con: duckdb.DuckDBPyConnection, *, reference: ReferenceFiles | None = None) -> int:
     """(Re)build features.training_runs from core.telemetry_runs; returns its row count."""
     runs = query(con, "features/telemetry_runs").pl()
     features = build_features(con, runs, reference=reference)

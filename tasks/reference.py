@@ -16,7 +16,7 @@ from tasks.warehouse import execute
 def reference_paths(reference: ReferenceFiles | None = None) -> dict[str, Path]:
     """config/settings.toml [reference] (or `reference`) as absolute paths."""
     reference = reference or config.settings().reference
-    return {"gpu_specs": reference.path("gpu_specs"), "gpu_aliases": reference.path("gpu_aliases")}
+    return {name: reference.path(name) for name in ReferenceFiles.model_fields}
 
 
 def read_aliases(path: Path | None = None) -> pl.DataFrame:

@@ -79,11 +79,19 @@ create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, g
 create or replace macro marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus) as
     token_budget / (tokens_per_sec_per_gpu * gpus * 3600.0);
 
+-- Preemptions per instance-hour: spot offers at the provider's rate (else the configured default,
+-- config/ranking.toml [spot]); on-demand, commitments and owned GPUs are not preempted.
+create or replace macro marts.interruption_rate_per_hour(pricing, provider_rate, default_rate) as
+    case when pricing = 'spot' then coalesce(provider_rate, default_rate) else 0.0 end;
+
 create or replace macro marts.lost_hours_per_interruption(checkpoint_interval_minutes, restart_minutes) as
     checkpoint_interval_minutes / 2.0 / 60.0 + restart_minutes / 60.0;
 
+create or replace macro marts.expected_interruptions(instances, interruption_rate_per_hour, hours) as
+    instances * interruption_rate_per_hour * hours;
+
 create or replace macro marts.expected_hours(hours, instances, interruption_rate_per_hour, lost_hours_per_interruption) as
-    hours + instances * interruption_rate_per_hour * hours * lost_hours_per_interruption;
+    hours + marts.expected_interruptions(instances, interruption_rate_per_hour, hours) * lost_hours_per_interruption;
 
 -- Board power as a share of TDP (utilisation_of_tdp in energy_kwh): MEASURED where training telemetry of the
 -- GPU carries avg_power_w (W per GPU, e.g. the mean of MLflow's system/gpu_*_power_usage_watts over the
@@ -98,6 +106,22 @@ create or replace macro marts.utilisation_of_tdp(measured_fraction, default_frac
 
 create or replace macro marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue) as
     gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;
+
+-- Who pays for power: an owned GPU (provider 'owned', or an offer that names its site's electricity price)
+-- at its site's price and PUE (else config/ranking.toml [energy] owned_pue); a cloud offer's price already
+-- includes power (0 USD/kWh billed, cloud_pue only for the reported energy).
+create or replace macro marts.is_owned(provider, electricity_usd_per_kwh) as
+    provider = 'owned' or electricity_usd_per_kwh is not null;
+
+create or replace macro marts.pue(is_owned, offer_pue, owned_pue, cloud_pue) as
+    case when is_owned then coalesce(offer_pue, owned_pue) else cloud_pue end;
+
+create or replace macro marts.billed_usd_per_kwh(is_owned, electricity_usd_per_kwh) as
+    case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end;
+
+-- cloud offers bill no energy (0 USD/kWh): a GPU without tdp_w must not turn their cost null
+create or replace macro marts.energy_usd(billed_usd_per_kwh, energy_kwh) as
+    case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * energy_kwh end;
 
 create or replace macro marts.term_hours(term_years) as
     term_years * 8760.0;
@@ -132,21 +156,25 @@ create or replace macro marts.checkpoint_bytes(
 create or replace macro marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, usd_per_gb_month, hours) as
     checkpoints_kept * checkpoint_gb * usd_per_gb_month * hours / 730.0;
 
+-- The whole bill for `hours` of use: instances + billed energy + checkpoint storage.
+create or replace macro marts.total_usd(
+    hours, gpus, instances, usd_per_hour, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
+    term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
+) as
+    marts.instance_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
+    + marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue))
+    + marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, hours);
+
 create or replace macro marts.expected_total_usd(
     token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour, interruption_rate_per_hour,
     lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
     term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
 ) as
-    marts.instance_usd(instances, usd_per_hour, marts.expected_hours(
-        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-        interruption_rate_per_hour, lost_hours_per_interruption), term_hours, resale_fraction)
-    -- cloud offers bill no energy (0 USD/kWh): a GPU without tdp_w must not turn their cost null
-    + case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, marts.expected_hours(
-        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-        interruption_rate_per_hour, lost_hours_per_interruption), pue) end
-    + marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, marts.expected_hours(
-        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-        interruption_rate_per_hour, lost_hours_per_interruption));
+    marts.total_usd(
+        marts.expected_hours(marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
+                             interruption_rate_per_hour, lost_hours_per_interruption),
+        gpus, instances, usd_per_hour, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
+        term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month);
 
 create or replace macro marts.usd_per_mtoken(usd, token_budget) as
     usd / (token_budget / 1e6);

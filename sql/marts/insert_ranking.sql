@@ -111,12 +111,12 @@ joined as (
         chosen.extrapolation,
         chosen.hours_to_finish,
         coalesce(chosen.model_version, $model_version) as model_version,
-        case when candidates.pricing = 'spot'
-             then coalesce(rates.interruption_rate_per_hour, $default_interruption_rate) else 0.0
-        end as interruption_rate_per_hour,
+        marts.interruption_rate_per_hour(
+            candidates.pricing, rates.interruption_rate_per_hour, $default_interruption_rate
+        ) as interruption_rate_per_hour,
         marts.lost_hours_per_interruption($checkpoint_interval_minutes, $restart_minutes)
             as lost_hours_per_interruption,
-        candidates.provider = 'owned' or candidates.electricity_usd_per_kwh is not null as is_owned,
+        marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh) as is_owned,
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
@@ -147,8 +147,8 @@ energy_terms as (
              then format('measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU', power_runs)
              else 'default: config/ranking.toml [energy] utilisation_of_tdp'
         end as utilisation_of_tdp_source,
-        case when is_owned then coalesce(offer_pue, $owned_pue) else $cloud_pue end as pue,
-        case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end as billed_usd_per_kwh
+        marts.pue(is_owned, offer_pue, $owned_pue, $cloud_pue) as pue,
+        marts.billed_usd_per_kwh(is_owned, electricity_usd_per_kwh) as billed_usd_per_kwh
     from joined
 ),
 
@@ -158,7 +158,8 @@ costed as (
         $resale_fraction::double as resale_fraction,
         marts.instance_usd(instances, usd_per_hour, hours_to_finish, term_hours, $resale_fraction::double)
             as compute_usd,
-        instances * interruption_rate_per_hour * hours_to_finish as expected_interruptions,
+        marts.expected_interruptions(instances, interruption_rate_per_hour, hours_to_finish)
+            as expected_interruptions,
         marts.expected_hours(hours_to_finish, instances, interruption_rate_per_hour, lost_hours_per_interruption)
             as expected_hours,
         marts.expected_total_usd(token_budget, predicted_tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
@@ -182,9 +183,8 @@ reasoned as (
         marts.instance_usd(instances, usd_per_hour, expected_hours, term_hours, resale_fraction)
             as expected_compute_usd,
         marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) as energy_kwh,
-        case when billed_usd_per_kwh = 0 then 0.0
-             else marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) * billed_usd_per_kwh
-        end as energy_usd,
+        marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue))
+            as energy_usd,
         marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, expected_hours)
             as checkpoint_storage_usd,
         case when term_hours is not null then marts.billed_term_hours(expected_hours, term_hours) end

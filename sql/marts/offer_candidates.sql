@@ -135,7 +135,7 @@ final as (
             when regions is not null and not list_contains(regions, region) then
                 format('region {} is not in the workload''s regions', region)
             when pricing = 'spot' and not spot_allowed then 'spot offers excluded (spot_allowed = false)'
-            when (provider = 'owned' or electricity_usd_per_kwh is not null) and tdp_w is null then
+            when marts.is_owned(provider, electricity_usd_per_kwh) and tdp_w is null then
                 format('owned {} has no tdp_w in gpu_specs: its energy cannot be costed', gpu)
             when run_precision is null then
                 format('{} has no dense peak for {} (nor {}) in gpu_specs', gpu, precision, fallback_precision)

@@ -5,5 +5,6 @@ A dataset supplies a `lifecycle.Dataset` (tasks/prices/ingest.py, tasks/telemetr
 `lifecycle.ingest_file(con, dataset, FileSource(path, provider, format), ingested_at)`, or the datasets'
 own entry points (`tasks.prices.ingest.ingest_price_file`, `tasks.telemetry.ingest.ingest_telemetry_file`).
 For parallel ingest, `lifecycle.stage_file` stages a file with no warehouse connection and
-`lifecycle.apply_staged` is the writer's part (flows/ingest_runner.py runs them on a Dask task runner).
+`lifecycle.apply_staged` is the writer's part (flows/ingest_runner.py runs them on a Prefect task runner:
+its thread pool by default, or Dask).
 """

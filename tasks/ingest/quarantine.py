@@ -42,7 +42,8 @@ def quarantine_file(
 
 def count_by_reason(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Rejected rows of the file being ingested per failed check, most frequent first."""
-    return dict(query(con, "ingest/failures_by_reason").fetchall())
+    return dict(query(con, "common/count_by_value",
+                     {"table": "staging.file_failures", "column": "failed_check"}).fetchall())
 
 
 REJECTED_ROW_COLUMNS = ("source_file", "source_line", "failed_check", "raw_values", "content_sha256")

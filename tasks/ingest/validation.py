@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -25,6 +26,9 @@ from tasks.settings import EXPECTATIONS_DIR
 from tasks.warehouse import execute
 
 ROW_KEY = "_row_id"
+# GX's one ephemeral context is not made for concurrent validations: files staged on a thread pool
+# (flows/ingest_runner.py) take turns for their bounded cross-check sample; DuckDB's checks stay parallel.
+_GX_LOCK = threading.Lock()
 
 
 @cache
@@ -82,14 +86,14 @@ def find_failures(
         return empty
     suite = gx.ExpectationSuite(name=definition["name"], expectations=[dict(e) for e in expectations])
     checked = suite_columns(suite_name, columns)
-    batch = _batch_definition().get_batch(
-        batch_parameters={"dataframe": frame.select([key, *checked]).to_pandas()}
-    )
-    result = batch.validate(
-        suite,
-        result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [key]},
-        expectation_parameters=parameters or {},
-    )
+    dataframe = frame.select([key, *checked]).to_pandas()
+    with _GX_LOCK:
+        batch = _batch_definition().get_batch(batch_parameters={"dataframe": dataframe})
+        result = batch.validate(
+            suite,
+            result_format={"result_format": "COMPLETE", "unexpected_index_column_names": [key]},
+            expectation_parameters=parameters or {},
+        )
     keys: list[Any] = []
     checks: list[str] = []
     for outcome in result.results:

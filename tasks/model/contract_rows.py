@@ -27,17 +27,16 @@ IGNORED_INPUT_COLUMNS = ("tokens_per_sec_per_gpu", "tokens_processed", "wall_sec
 CONTRACT_INPUT_COLUMNS = tuple(c for c in INPUT_KINDS if c not in IGNORED_INPUT_COLUMNS)
 # GPU spec columns a model may need beyond the peak (the structured model: memory bandwidth for memory-bound work)
 SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
-# The reference files the features read: (config file, key) of each; a registered model carries copies.
-REFERENCE_FILES = {"gpu_specs": ("settings", "gpu_specs"), "gpu_aliases": ("settings", "gpu_aliases"),
-                   "model_shapes": ("telemetry", "model_shapes"), "matmul_ceilings": ("telemetry", "matmul_ceilings")}
+# The reference files the features read (config/settings.toml [reference]); a registered model carries copies.
+REFERENCE_FILES = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
 
 
 def configured_reference_files() -> dict[str, Path]:
-    """The reference files config/settings.toml and config/telemetry.toml name (what training joined)."""
-    from tasks.settings import load_config, resolve_project_path
+    """The reference files config/settings.toml [reference] names (what training joined)."""
+    from tasks.reference import reference_paths
 
-    return {name: resolve_project_path(load_config(config)["reference"][key])
-            for name, (config, key) in REFERENCE_FILES.items()}
+    paths = reference_paths()
+    return {name: paths[name] for name in REFERENCE_FILES}
 
 
 def files_digest(files: Mapping[str, Path | str]) -> str:

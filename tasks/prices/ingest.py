@@ -19,6 +19,7 @@ from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadab
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.validation import ROW_KEY
 from tasks.prices.adapters import AdapterContext, AdapterError, conform, reference_table, registry
+from tasks.reference import reference_paths
 from tasks.warehouse import execute, query, registered
 
 OVERRIDES_FILE = "gpu_instance_overrides.csv"
@@ -27,9 +28,9 @@ OVERRIDES_FILE = "gpu_instance_overrides.csv"
 PriceSource = FileSource
 
 
-def read_overrides() -> pl.DataFrame:
+def read_overrides(reference_dir: Path | None = None) -> pl.DataFrame:
     """provider, instance_type_pattern (regex, whole name), gpu, gpu_count, in file order (first match wins)."""
-    table = reference_table(OVERRIDES_FILE)
+    table = reference_table(OVERRIDES_FILE, reference_dir)
     return table.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("override_order"),
         "provider", "instance_type_pattern", "gpu", "gpu_count",
@@ -48,6 +49,9 @@ class PriceDataset(Dataset):
         self.aliases = aliases.select("alias", "gpu")
         self.overrides = read_overrides() if overrides is None else overrides
         self.validation = validation or config.settings().validation.prices
+        # the adapters' lookup tables, resolved here: a worker staging the file reads no configuration
+        self.reference_dir = reference_paths()["folder"]
+        self.overrides = read_overrides(self.reference_dir) if overrides is None else overrides
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:
         outcome.provider, outcome.format = source.provider, source.format
@@ -62,6 +66,7 @@ class PriceDataset(Dataset):
         context = AdapterContext(
             provider=str(source.provider), ingest_time=file.ingested_at, options=source.options or {},
             validation=self.validation,
+            reference_dir=self.reference_dir,
         )
         reader = duckdb_readers().get(str(source.format))
         result = reader(con, path, context) if reader else None

@@ -71,6 +71,8 @@ def build_published(
                 params = {"window_days": price_window_days} if table == "price_history" else None
                 execute(con, f"publish/{table}", params)
         execute(con, "publish/comments")
+        for (statement,) in query(con, "publish/history_column_comments").fetchall():  # the ranking's, copied
+            con.execute(statement)
         result.rows = dict(query(con, "publish/table_rows").fetchall())
         execute(con, "publish/detach")
     except BaseException:

@@ -62,7 +62,7 @@ class Workload(BaseModel):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type]
+    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type] - a tuple of literals, spelled once
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None

@@ -180,7 +180,8 @@ class TelemetryDataset(Dataset):
         execute(con, "telemetry/archive_older_records", params)
         execute(con, "telemetry/delete_replaced_runs")
         execute(con, "telemetry/insert_runs")
-        counts = dict(query(con, "telemetry/count_classified_runs").fetchall())
+        counts = dict(query(con, "common/count_by_value",
+                            {"table": "temp.classified_runs", "column": "action"}).fetchall())
         execute(con, "telemetry/drop_classified_runs")
         return [
             "runs: {new} new, {newer} replaced (older record kept in history), {unchanged} unchanged, "

@@ -40,7 +40,8 @@ def nothing_started(root: Path) -> bool:
 
 HOSTILE = {
     "bad enum value": ("settings.toml", 'kind = "sequential"', 'kind = "dsak"',
-                       "config/settings.toml: ingest.runner.kind: must be one of 'sequential', 'dask' (got 'dsak')"),
+                       "config/settings.toml: ingest.runner.kind: must be one of 'threads', 'sequential', 'dask' "
+                       "(got 'dsak')"),
     "unknown key": ("settings.toml", "threads_per_worker = 1", "threads_per_worker = 1\nworker = 4",
                     "config/settings.toml: ingest.runner.worker: unknown key (did you mean workers?)"),
     "unknown key, nothing like it": ("sources.toml", 'provider = "lambda"', 'provider = "lambda"\nregion = "us-east-1"',
@@ -92,7 +93,7 @@ def test_a_bad_environment_override_names_the_variable(tmp_path: Path) -> None:
     done = gpucost_in(tmp_path, "ingest", "telemetry", GPUCOST_INGEST_RUNNER="Dask")
     assert (done.returncode, done.stderr) == (
         2, "error: GPUCOST_INGEST_RUNNER (environment, over config/settings.toml): ingest.runner.kind: must be one "
-           "of 'sequential', 'dask' (got 'Dask')\n")
+           "of 'threads', 'sequential', 'dask' (got 'Dask')\n")
     workers = gpucost_in(tmp_path, "publish", GPUCOST_INGEST_WORKERS="two")
     assert (workers.returncode, workers.stderr) == (
         2, "error: GPUCOST_INGEST_WORKERS: must be an integer (got 'two')\n")

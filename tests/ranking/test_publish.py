@@ -48,7 +48,14 @@ def test_publish_builds_every_table_commented(aws_prices, gpucost_home):
         uncommented = db.sql("select table_name, column_name from duckdb_columns() where not internal"
                              " and (comment is null or comment = '')").fetchall()
         tables = db.sql("select table_name from duckdb_tables() where comment is null or comment = ''").fetchall()
+        # the history's column comments are the ranking's (one list in sql/publish/comments.sql, copied),
+        # including one with a quote in it: "workload's deadline in hours (null = none)"
+        described = {table: dict(db.sql("select column_name, comment from duckdb_columns() where table_name = $t",
+                                        params={"t": table}).fetchall())
+                     for table in ("gpu_cost_ranking", "gpu_cost_ranking_history")}
     assert uncommented == [] and tables == []
+    assert described["gpu_cost_ranking_history"] == described["gpu_cost_ranking"]
+    assert described["gpu_cost_ranking_history"]["deadline_hours"] == "workload's deadline in hours (null = none)"
     assert not list(target.parent.glob(".published.duckdb.*"))
 
 

@@ -1,6 +1,7 @@
 """Parallel ingest: read/stage/validate away from the warehouse (tasks.ingest.lifecycle.stage_file), one writer
-applying the results in order (apply_staged), run by prefect-dask's DaskTaskRunner on a real
-distributed.LocalCluster (2 worker processes on loopback, stopped at the end).
+applying the results in order (apply_staged), run by Prefect's ThreadPoolTaskRunner (the default, 2 threads)
+and by prefect-dask's DaskTaskRunner on a real distributed.LocalCluster (2 worker processes on loopback,
+stopped at the end).
 
 The reference is the sequential run on the same files: every raw/core/quarantine/features table must have the
 same rows (count and an order-free checksum of every row's text), the outcomes the same statuses and counts.
@@ -183,20 +184,22 @@ def _children() -> set[int]:
 
 
 @pytest.mark.flow
-def test_dask_runner_ingests_like_the_sequential_run_and_stops_its_cluster(
-    reference: Reference, prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("runner", ["threads", "dask"])
+def test_parallel_runner_ingests_like_the_sequential_run_and_leaves_no_process(
+    runner: str, reference: Reference, prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real flows with [ingest.runner] kind = "dask" (GPUCOST_INGEST_RUNNER; a LocalCluster of 2 worker
-    processes per flow) on the batch: the same outcomes and tables as the sequential run (the flows stamp
-    their own time: timestamps equal to a run's time are masked on both sides), the bad files quarantined
-    while the batch goes on, no process of the clusters left."""
+    """The real flows with [ingest.runner] kind = "threads" (Prefect's thread pool, 2 threads) and "dask" (a
+    LocalCluster of 2 worker processes per flow), chosen by GPUCOST_INGEST_RUNNER, on the batch: the same
+    outcomes and tables as the sequential run (the flows stamp their own time: timestamps equal to a run's
+    time are masked on both sides), the bad files quarantined while the batch goes on, no process of the
+    clusters left."""
     from flows.ingest_prices import ingest_prices
     from flows.ingest_telemetry import ingest_telemetry
     from tasks.warehouse import connect
 
     home = tmp_path / "home"
     monkeypatch.setenv("GPUCOST_HOME", str(home))
-    monkeypatch.setenv("GPUCOST_INGEST_RUNNER", "dask")
+    monkeypatch.setenv("GPUCOST_INGEST_RUNNER", runner)
     monkeypatch.setenv("GPUCOST_INGEST_WORKERS", "2")
     before = _children()
     outcomes = [*ingest_prices(reference.prices), *ingest_telemetry(reference.telemetry)]

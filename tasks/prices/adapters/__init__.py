@@ -111,11 +111,19 @@ def classify(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFr
     return frame.with_columns(skip_reason=reason)
 
 
-def reference_table(file_name: str) -> pl.DataFrame:
-    """A shipped reference table from data/reference (all columns as text; cast where used)."""
-    from tasks.settings import REFERENCE_DIR
+def reference_file(file_name: str, folder: Path | None = None) -> Path:
+    """A lookup table of the adapters in `folder` (None: config/settings.toml [reference] folder)."""
+    if folder is None:
+        from tasks.reference import reference_paths
 
-    return pl.read_csv(REFERENCE_DIR / file_name, infer_schema=False, comment_prefix="#")
+        folder = reference_paths()["folder"]
+    return folder / file_name
+
+
+def reference_table(file_name: str, folder: Path | None = None) -> pl.DataFrame:
+    """A lookup table of the adapters (all columns as text; cast where used), from `folder` as in
+    `reference_file`."""
+    return pl.read_csv(reference_file(file_name, folder), infer_schema=False, comment_prefix="#")
 
 
 def to_json_text(records: list[dict[str, Any]]) -> list[str]:
@@ -135,6 +143,9 @@ class AdapterContext:
     ingest_time: datetime  # UTC
     options: dict[str, Any] = field(default_factory=dict)  # per-source options from config/sources.toml
     validation: PriceValidation | None = None  # config/settings.toml [validation.prices] when not given
+    # the lookup tables' folder, resolved where the ingest starts (a worker reads no configuration);
+    # None: config/settings.toml [reference] folder
+    reference_dir: Path | None = None
 
 
 Adapter = Callable[[Path, AdapterContext], AdapterResult]
@@ -154,22 +165,18 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# Format name (as in config/sources.toml and `--format`) -> adapter module in this package: the one list.
-ADAPTER_MODULES = {
-    "skypilot": "skypilot",
-    "aws-offer": "aws_offer",
-    "aws-spot": "aws_spot",
-    "azure-retail": "azure_retail",
-    "gcp-billing": "gcp_billing",
-    "price-history": "price_history",
-    "owned": "owned",
-    "lambda-api": "lambda_api",
-}
-FORMATS = tuple(ADAPTER_MODULES)
+# The formats (as in config/sources.toml and `--format`), the one list: format `aws-offer` is read by the
+# module `aws_offer` of this package (`adapter_module`).
+FORMATS = ("skypilot", "aws-offer", "aws-spot", "azure-retail", "gcp-billing", "price-history", "owned", "lambda-api")
+
+
+def adapter_module(fmt: str) -> str:
+    """The module of this package that reads format `fmt` (a format name with `_` for `-`)."""
+    return f"{__name__}.{fmt.replace('-', '_')}"
 
 
 def registry() -> dict[str, Adapter]:
     """Format name -> adapter (imported on first use: the adapters import this module)."""
     import importlib
 
-    return {name: importlib.import_module(f"{__name__}.{module}").parse for name, module in ADAPTER_MODULES.items()}
+    return {fmt: importlib.import_module(adapter_module(fmt)).parse for fmt in FORMATS}

@@ -47,6 +47,7 @@ from tasks.prices.adapters import (
     conform,
     empty_records,
     read_json,
+    reference_file,
 )
 
 PREAMBLE_LINES = 5  # FormatVersion, Disclaimer, Publication Date, Version, OfferCode
@@ -153,10 +154,9 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     """Either form into staging.file_records (sql/prices/aws_offer_*.sql). The CSV form is read and classified
     by DuckDB as it streams (a multi-GB offer file never passes through Python); the JSON form's nested
     products/terms are walked in Python (offer JSON excerpts), then classified by the same SQL."""
-    from tasks.settings import REFERENCE_DIR
     from tasks.warehouse import execute, query
 
-    shapes = str(REFERENCE_DIR / "aws_instance_gpus.csv")
+    shapes = str(reference_file("aws_instance_gpus.csv", context.reference_dir))
     execute(con, "prices/aws_gpu_instances", {"shapes_path": shapes})
     if path.suffix.lower() == ".json":
         frame, published = read_offer_json(path)

@@ -102,10 +102,10 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         for product, count in zip(others["product"].to_list(), others["len"].to_list(), strict=True)
     }
 
-    shapes = reference_table("aws_instance_gpus.csv").select(
+    shapes = reference_table("aws_instance_gpus.csv", context.reference_dir).select(
         "instance_type", "gpu_name", "gpu_count", "gpu_memory_gb", "vcpus", "memory_gb"
     )
-    az_prefixes = reference_table("aws_az_id_regions.csv")
+    az_prefixes = reference_table("aws_az_id_regions.csv", context.reference_dir)
     linux = frame.filter(is_linux).join(shapes, on="instance_type", how="left", maintain_order="left")
     records = linux.with_columns(
         provider=pl.lit(context.provider),

@@ -125,7 +125,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len()
     skipped = dict(zip(counts["skip_reason"].to_list(), counts["len"].to_list(), strict=True))
 
-    shapes = reference_table("azure_vm_gpus.csv").rename({"arm_sku_name": "armSkuName"})
+    shapes = reference_table("azure_vm_gpus.csv", context.reference_dir).rename({"arm_sku_name": "armSkuName"})
     offers = frame.filter(pl.col("skip_reason").is_null()).join(
         shapes, on="armSkuName", how="left", maintain_order="left"
     )

@@ -188,7 +188,7 @@ def compose(parts: pl.DataFrame, shapes: pl.DataFrame) -> pl.DataFrame:
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
     skus = read_skus(path)
     parts, skipped = classify(skus)
-    shapes = reference_table("gcp_machine_shapes.csv").select(
+    shapes = reference_table("gcp_machine_shapes.csv", context.reference_dir).select(
         "machine_type", "family", "gpu_name", "gpu_count", "vcpus", "memory_gib"
     )
     offers = compose(parts, shapes)

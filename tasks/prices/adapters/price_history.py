@@ -73,7 +73,7 @@ def parse_daily(frame: pl.DataFrame, context: AdapterContext, path: Path) -> Ada
         )
     empty = _text("price_usd").fill_null("").str.len_chars() == 0
     skipped = {EMPTY_ROW: frame.filter(empty).height} if frame.filter(empty).height else {}
-    shapes = reference_table("aws_instance_gpus.csv").rename({"instance_type": "instance"})
+    shapes = reference_table("aws_instance_gpus.csv", context.reference_dir).rename({"instance_type": "instance"})
     rows = frame.filter(~empty).join(shapes, on="instance", how="left", maintain_order="left")
     records = rows.with_columns(
         provider=pl.lit(context.provider),

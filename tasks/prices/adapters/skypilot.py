@@ -27,9 +27,9 @@ from tasks.prices.adapters import (
     conform,
     empty_records,
     read_csv_text,
+    reference_table,
     require_columns,
 )
-from tasks.settings import REFERENCE_DIR
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 MIB_PER_GB = 1024.0
@@ -94,13 +94,15 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
     return pl.concat([on_demand, spot])
 
 
-def _gcp_offers(accelerators: pl.DataFrame, hosts: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+def _gcp_offers(
+    accelerators: pl.DataFrame, hosts: pl.DataFrame, reference_dir: Path | None
+) -> tuple[pl.DataFrame, list[str]]:
     """GCP: accelerator price + host VM price (same region and zone) = instance price.
 
     An accelerator row joins every host machine type listed for it (A3 High and A3 Edge both carry
     8 H100s); it is unpriced only when none of them has a host row, and then it is kept once, with
     the reason, so that it is quarantined rather than dropped."""
-    mapping = pl.read_csv(REFERENCE_DIR / "gcp_accelerator_hosts.csv", infer_schema=False).select(
+    mapping = reference_table("gcp_accelerator_hosts.csv", reference_dir).select(
         AcceleratorName="accelerator", AcceleratorCount="accelerator_count", InstanceType="host_instance_type"
     )
     accel = accelerators.with_columns(AcceleratorCount=_num("AcceleratorCount").cast(pl.Int64).cast(pl.String)).drop(
@@ -176,7 +178,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         host_file = context.options.get("host_vms")
         if host_file:
             hosts = pl.concat([hosts, read_catalog(Path(host_file))], how="diagonal_relaxed")
-        accel_priced, gcp_notes = _gcp_offers(accelerator_only, hosts)
+        accel_priced, gcp_notes = _gcp_offers(accelerator_only, hosts, context.reference_dir)
         notes += gcp_notes
         whole = pl.concat([whole, accel_priced.select(whole.columns)], how="vertical_relaxed")
     elif host_only.height:
