@@ -4,7 +4,9 @@ grouped by source), log each as an MLflow run, register the best with calibrated
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -450,9 +452,12 @@ def _environment(name: str, value: str) -> Iterator[None]:
 def log_version(model: TokenEfficiencyModel, features: ContractFeatures, example: pd.DataFrame) -> str:
     """Log the pyfunc model (its reference files as artifacts, the project code as code_paths, the contract
     signature and an input example) in the active run and register it (the slow part: files are copied)."""
-    with warnings.catch_warnings(), _environment(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR.name, "false"):
+    with (warnings.catch_warnings(), _environment(MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR.name, "false"),
+          contextlib.redirect_stderr(io.StringIO())):
         # MLflow's type-hint advice and its integer-column hint about the example: the signature is the schema;
-        # copying each reference file into the model would draw a progress bar on stderr, terminal or not
+        # copying each reference file into the model would draw a progress bar on stderr, terminal or not;
+        # "Successfully registered model ..." / "Created version ..." are printed to stderr (the training
+        # summary names the version): errors still raise
         warnings.simplefilter("ignore", UserWarning)
         info = mlflow.pyfunc.log_model(
             name="model", python_model=TokenEfficiencyPyfunc(model, features), artifacts=dict(features.files),
