@@ -35,11 +35,13 @@ def build_features(
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
     Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
     configured ones (`reference`, else the config file); a registered model passes the copies it carries."""
-    reference = reference or config.settings().reference
+    if model_shapes is None or matmul_ceilings is None:  # a registered model passes both and reads no config
+        reference = reference or config.settings().reference
+        model_shapes = model_shapes or str(reference.path("model_shapes"))
+        matmul_ceilings = matmul_ceilings or str(reference.path("matmul_ceilings"))
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features", {
-            "model_shapes": model_shapes or str(reference.path("model_shapes")),
-            "matmul_ceilings": matmul_ceilings or str(reference.path("matmul_ceilings"))}).pl()
+        features = query(con, "features/build_features",
+                         {"model_shapes": model_shapes, "matmul_ceilings": matmul_ceilings}).pl()
     return features.select(FEATURE_COLUMNS)
 
 

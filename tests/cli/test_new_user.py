@@ -50,11 +50,12 @@ def test_make_run_prints_progress_no_warning_and_fits_100_columns(night: Night) 
     assert night.returncode == 0, night.stderr[-3000:]
     output = night.stdout + night.stderr
     files, telemetry = len(configured_price_sources()), len(configured_telemetry_paths())
+    candidates = (PROJECT_ROOT / "config" / "models.toml").read_text(encoding="utf-8").count("[[candidates]]")
     # 336 rows in published_benchmarks.csv, 10 of them without num_gpus (quarantined)
     for line in (f"ingest prices: file 1 of {files}: ", f"ingest prices: file {files} of {files}: ",
                  f"ingest telemetry: file 1 of {telemetry}: 326 rows loaded, 10 quarantined: published_benchmarks.csv",
-                 f"ingest telemetry: file {telemetry} of {telemetry}: ", "train: candidate 1 of 3: physics_baseline (",
-                 "train: candidate 3 of 3: structured_step_time (", "publish: completed: "):
+                 f"ingest telemetry: file {telemetry} of {telemetry}: ", f"train: candidate 1 of {candidates}: ",
+                 f"train: candidate {candidates} of {candidates}: ", "publish: completed: "):
         assert line in output, line
     assert "warning" not in output.lower() and "\x1b" not in output and "Traceback" not in output, output
     assert "Successfully registered model" not in output  # MLflow's own chatter; the summary names the version

@@ -162,7 +162,8 @@ def small_disk(work_home: States, tmp_path: Path):
 
     def make(room: int) -> bool:
         home = work_home.restore("base")
-        used = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
+        # what the copy takes on a tmpfs: whole 4 KiB pages per file (the model's code travels as many small files)
+        used = sum(-(-p.stat().st_size // 4096) * 4096 for p in home.rglob("*") if p.is_file())
         aside = tmp_path / "aside"
         shutil.move(home, aside)
         if not mount_small_tmpfs(home, used + room):
