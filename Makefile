@@ -3,7 +3,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# pytest-xdist workers for `make test`: most tests wait on subprocesses (whole nights), so one per core
+# pytest-xdist workers for `make test`: most tests wait on subprocesses (whole nights), so one per core. Each
+# worker builds the session fixtures it needs (the CLI night, the reliability states) in its own temp folder.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: run test lint bench bench-accuracy serve clean mlflow-ui
@@ -21,7 +22,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

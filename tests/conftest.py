@@ -64,17 +64,3 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
 
     return run_night(tmp_path_factory.mktemp("cli-night"))
 
-
-# Session fixtures worth building only once. Under pytest-xdist (`make test` runs a worker per core) every test
-# that uses one of them goes to the same worker (`--dist loadgroup`). Not the reliability `states` (~25 s): its
-# tests add up to a third of the suite, so each worker builds its own copy (in its own temporary folder) and
-# the tests spread over both.
-SHARED_SESSION_FIXTURES = ("night", "mlflow_server", "postgres", "trained_home")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        used = getattr(item, "fixturenames", ())
-        group = next((name for name in SHARED_SESSION_FIXTURES if name in used), None)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
