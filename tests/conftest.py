@@ -63,4 +63,3 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
     from tests.cli.night import run_night
 
     return run_night(tmp_path_factory.mktemp("cli-night"))
-
