@@ -14,7 +14,6 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +22,7 @@ from prefect import task
 
 from flows.retries import io_task_options
 from tasks import config, progress
-from tasks.config import INGEST_RUNNERS
+from tasks.config import IngestRunner
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
@@ -32,22 +31,10 @@ from tasks.summary import outcome_line
 from tasks.warehouse import ingest_memory_limit
 
 
-@dataclass(frozen=True)
-class IngestRunner:
-    kind: str = INGEST_RUNNERS[0]
-    workers: int = 2             # threads of the thread pool, or Dask worker processes (LocalCluster)
-    threads_per_worker: int = 1  # DuckDB parallelises inside a worker already
-
-    @property
-    def parallel(self) -> bool:
-        return self.kind != "sequential"
-
-
 def configured_ingest_runner() -> IngestRunner:
     """[ingest.runner] of config/settings.toml, with GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS applied
-    and checked by the loader (tasks/config.py: kind is one of its IngestRunner.kind values)."""
-    cfg = config.settings().ingest.runner
-    return IngestRunner(cfg.kind, cfg.workers, cfg.threads_per_worker)
+    and checked by the loader (tasks/config.py)."""
+    return config.settings().ingest.runner
 
 
 def task_runner(runner: IngestRunner) -> Any:

@@ -87,6 +87,11 @@ class IngestRunner(Strict):
     workers: Count = 2
     threads_per_worker: Count = 1
 
+    @property
+    def parallel(self) -> bool:
+        """Staged by a Prefect task runner (threads or Dask), the flow applying the files in order."""
+        return self.kind != "sequential"
+
 
 class IngestSettings(Strict):
     memory_limit: str = "400MB"
