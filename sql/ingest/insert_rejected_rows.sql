@@ -1,4 +1,4 @@
--- The staged rows of one file that failed a check, with the record as read (staging.file_records, by row key).
+-- The staged rows of one file that failed a check, with the record as read (staging_file_records, by row key).
 insert into quarantine.rejected_rows
     (dataset, source_file, source_line, failed_check, raw_values, content_sha256, quarantined_at)
 select
@@ -9,7 +9,7 @@ select
     records.raw_values::json,
     $sha,
     $quarantined_at
-from staging.file_failures as failures
-inner join staging.file_rows as staged on failures._row_id = staged._row_id
-left join staging.file_records as records on failures._row_id = records._row_id
+from staging_file_failures as failures
+inner join staging_file_rows as staged on failures._row_id = staged._row_id
+left join staging_file_records as records on failures._row_id = records._row_id
 order by failures._row_id

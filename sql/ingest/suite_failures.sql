@@ -1,8 +1,8 @@
 -- One row per staged row that failed the suite: its failed checks joined in suite order.
--- `staging.suite_check_rows` holds one row per failed check (tasks/ingest/validation.py, every part checked).
-create or replace table staging.suite_failures as
+-- `staging_suite_check_rows` holds one row per failed check (tasks/ingest/validation.py, every part checked).
+create or replace temp table staging_suite_failures as
 with checks as (
-    select * from staging.suite_check_rows
+    select * from staging_suite_check_rows
 ),
 
 final as (

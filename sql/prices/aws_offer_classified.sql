@@ -1,4 +1,4 @@
--- AWS offer records (both forms: staging.price_file from the CSV, or the JSON form's price dimensions; a
+-- AWS offer records (both forms: staging_price_file from the CSV, or the JSON form's price dimensions; a
 -- Reserved term's dimensions paired into one record), classified. In scope: Linux, Shared tenancy, an
 -- OnDemand hourly price or a Reserved term, no pre-installed software, capacity status Used, USD, and an
 -- instance with a GPU. Every other record gets the FIRST rule it breaks (a rule that cannot be evaluated

@@ -3,7 +3,7 @@
 -- and the record as JSON for GPU instance rows (rows with a GPU attribute, or an instance type in
 -- data/reference/aws_instance_gpus.csv) and storage volume prices only: the other records are skipped, and a multi-GB file's JSON is not built.
 -- Streams: a projection of the file, no join, so row order and bounded memory are kept.
-create or replace table staging.price_file as
+create or replace temp table staging_price_file as
 select
     "SKU"                      as sku,
     "OfferTermCode"            as offer_term_code,

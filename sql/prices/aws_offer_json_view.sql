@@ -1,5 +1,5 @@
 -- The JSON form's price dimensions (`offer_dimensions`, registered by tasks/prices/adapters/aws_offer.py).
-create or replace table staging.price_file as select * from offer_dimensions;
+create or replace temp table staging_price_file as select * from offer_dimensions;
 
 create or replace temp view offer_lines as
-select source_line as _line, * exclude (source_line) from staging.price_file
+select source_line as _line, * exclude (source_line) from staging_price_file

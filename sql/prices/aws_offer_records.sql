@@ -1,7 +1,7 @@
 -- The in-scope AWS offer records (view offer_classified: sql/prices/aws_offer_classified.sql) -> adapter
 -- records (instance prices, and storage volume prices: record_kind 'storage'). Parameters: $provider,
 -- $published_at (the file's publication date; null = not given), $max_storage_usd_per_gb_month.
-create or replace table staging.file_records as
+create or replace temp table staging_file_records as
 with in_scope as (
     select * from offer_classified where skip_reason is null
 ),

@@ -1,13 +1,13 @@
 -- One failed_check per rejected price row. The adapter's own reason, where it gave one, is the cause (its
 -- missing price or GPU would only repeat it as suite failures); otherwise the suite's checks. A storage volume
 -- price (record_kind 'storage') is not an instance price: only its own checks (the adapter's reason) apply.
-create or replace table staging.file_failures as
+create or replace temp table staging_file_failures as
 with staged as (
-    select _row_id, rejected_reason, record_kind from staging.file_rows
+    select _row_id, rejected_reason, record_kind from staging_file_rows
 ),
 
 suite as (
-    select * from staging.suite_failures
+    select * from staging_suite_failures
 ),
 
 final as (

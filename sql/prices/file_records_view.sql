@@ -1,2 +1,2 @@
 -- The adapter records of the file being ingested, under the name sql/prices/normalise.sql reads.
-create or replace temp view file_records as select * from staging.file_records
+create or replace temp view file_records as select * from staging_file_records

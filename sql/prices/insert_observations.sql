@@ -1,4 +1,4 @@
--- The staged price rows that passed the prices suite (staging.file_rows without staging.file_failures).
+-- The staged price rows that passed the prices suite (staging_file_rows without staging_file_failures).
 insert into core.price_observations (
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
@@ -10,7 +10,6 @@ select
     pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, source_file, source_line,
     content_sha256, ingested_at, electricity_usd_per_kwh, pue, term_hours, upfront_usd, recurring_usd_per_hour,
     purchase_option, offering_class
-from staging.file_rows
-anti join staging.file_failures using (_row_id)
+from staging_file_rows
+anti join staging_file_failures using (_row_id)
 where record_kind is distinct from 'storage'  -- storage volume prices: sql/prices/insert_storage_prices.sql
-order by _row_id

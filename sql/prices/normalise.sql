@@ -6,6 +6,8 @@
 -- Relations (registered by tasks/prices/ingest.py): `file_records` (the adapter's columns, row key _row_id),
 -- `price_aliases` (alias, gpu), `instance_overrides` (override_order, provider, instance_type_pattern, gpu,
 -- gpu_count). Parameters: $source_file, $sha, $ingested_at.
+-- The result is the file's staged rows (the rows the prices suite validates), in no particular order.
+create or replace temp table staging_file_rows as
 with records as (
     select * exclude (raw_values) from file_records  -- the record as read stays in file_records
 ),
@@ -91,4 +93,4 @@ final as (
     from priced
 )
 
-select * from final order by _row_id
+select * from final

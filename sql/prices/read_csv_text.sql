@@ -1,6 +1,6 @@
--- A price file in CSV form, every column as text, in file order (`staging.price_file`; tasks/prices/adapters).
+-- A price file in CSV form, every column as text, in file order (`staging_price_file`; tasks/prices/adapters).
 -- Fixed dialect (comma, double quotes), as the catalogs are written; no type sniffing.
-create or replace table staging.price_file as
+create or replace temp table staging_price_file as
 select *
 from read_csv(
     $path, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"', skip = $skip,

@@ -5,4 +5,4 @@ select
     count(*) filter (where length(trim(AcceleratorName)) > 0 and coalesce(InstanceType, '') = '')
                                                                                          as accelerator_rows,
     count(*) filter (where coalesce(length(trim(AcceleratorName)), 0) = 0)             as cpu_only_rows
-from staging.price_file
+from staging_price_file

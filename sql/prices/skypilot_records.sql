@@ -1,36 +1,45 @@
 -- A SkyPilot catalog's whole-instance rows -> adapter records (one per pricing type), in DuckDB.
--- `skypilot_catalog` is the file as read (every column as text, missing optional columns added as null, row
--- order kept, `_line` = 1-based line of the record with the header as line 1), made by
--- tasks/prices/adapters/skypilot.py. GCP accelerator-only rows (no InstanceType) are priced by the adapter.
+-- `skypilot_catalog` is the file as read (every column as text, missing optional columns added as null,
+-- `_line` = 1-based line of the record with the header as line 1), made by tasks/prices/adapters/skypilot.py.
+-- GCP accelerator-only rows (no InstanceType) are priced by the adapter.
 -- Per-GPU memory: the first `'MemoryInfo': {'SizeInMiB': N}` of GpuInfo (a Python literal; bare names in
 -- older catalogs give none); the catalog's MiB are reported in GiB ("80 GB" parts = 81920 MiB).
-create or replace table staging.file_records as
-with catalog as (
-    select * from skypilot_catalog
-),
-
-whole as materialized (
+-- One pass, no sort: a record's row key is its line and pricing type (2 x line + 0 on-demand / 1 spot), and the
+-- record as read (JSON) is built once per line, before the line becomes its one or two offers.
+create or replace temp table staging_file_records as
+with whole as (
     select
-        *,
+        _line,
+        Region, AvailabilityZone, InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price,
+        SpotPrice,
+        length(trim(SpotPrice)) > 0                                   as has_spot,
         case when ltrim(GpuInfo) like '{%'
              then try_cast(regexp_extract(GpuInfo, '''SizeInMiB'':\s*([0-9.eE+-]+)', 1) as double) / 1024.0
-        end as per_gpu_memory_gb
-    from catalog
+        end                                                           as per_gpu_memory_gb,
+        raw_values
+    from skypilot_catalog
     where length(trim(AcceleratorName)) > 0 and length(InstanceType) > 0
 ),
 
+pricing_types as (
+    select * from (values (0, 'on_demand'), (1, 'spot')) as t (pricing_order, pricing)
+),
+
 offers as (
-    select 0 as pricing_order, *, 'on_demand' as pricing, try_cast(trim(Price) as double) as offer_price
+    select
+        whole.*,
+        pricing_types.pricing_order,
+        pricing_types.pricing,
+        try_cast(trim(case pricing_types.pricing_order when 0 then Price else SpotPrice end) as double)
+            as offer_price
     from whole
-    union all
-    select 1 as pricing_order, *, 'spot' as pricing, try_cast(trim(SpotPrice) as double) as offer_price
-    from whole
-    where length(trim(SpotPrice)) > 0
+    cross join pricing_types
+    where pricing_types.pricing_order = 0 or whole.has_spot
 ),
 
 final as (
     select
-        row_number() over (order by pricing_order, _line) - 1 as _row_id,
+        2 * _line + pricing_order                   as _row_id,
         $provider::varchar                          as provider,
         Region                                      as region,
         AvailabilityZone                            as zone,
@@ -60,4 +69,4 @@ final as (
     from offers
 )
 
-select * from final order by _row_id
+select * from final

@@ -1,26 +1,12 @@
--- The staged price rows the suite validates: the normalised rows (staging.file_rows) with the previous
+-- The staged price rows the suite validates: the normalised rows (staging_file_rows) with the previous
 -- observation of each offer and the price move factor (sql/prices/price_move_factor.sql, made into
--- staging.price_moves).
-create or replace table staging.priced_rows as
-with normalised as (
-    select * from staging.file_rows
-),
+-- staging_price_moves, which holds only the rows that have a previous price: the others stay null).
+alter table staging_file_rows add column previous_usd_per_hour double;  -- USD per instance-hour
+alter table staging_file_rows add column price_move_factor double;      -- >= 1 either direction
 
-moves as (
-    select * from staging.price_moves
-),
+update staging_file_rows as staged
+set previous_usd_per_hour = moves.previous_usd_per_hour, price_move_factor = moves.price_move_factor
+from staging_price_moves as moves
+where staged._row_id = moves._row_id;
 
-final as (
-    select
-        normalised.*,
-        moves.previous_usd_per_hour,  -- USD per instance-hour
-        moves.price_move_factor       -- >= 1 either direction
-    from normalised
-    left join moves on normalised._row_id = moves._row_id
-)
-
-select * from final order by _row_id;
-
-drop table staging.file_rows;
-drop table staging.price_moves;
-alter table staging.priced_rows rename to file_rows;
+drop table staging_price_moves;

@@ -1,4 +1,4 @@
--- What each accepted record (staging.file_rows without staging.file_failures: one row per run_id) does to
+-- What each accepted record (staging_file_rows without staging_file_failures: one row per run_id) does to
 -- core.telemetry_runs, kept in DuckDB as the temporary table `classified_runs`
 -- that the next statements read (no round trip through Python; dropped by drop_classified_runs.sql):
 --   new       - no current record of the run
@@ -18,8 +18,8 @@ with incoming as (
         $source_file as source_file,
         $sha as content_sha256,
         $ingested_at::timestamptz as ingested_at   -- UTC
-    from staging.file_rows
-    anti join staging.file_failures using (_row_id)
+    from staging_file_rows
+    anti join staging_file_failures using (_row_id)
 ),
 
 current_runs as (
@@ -43,4 +43,4 @@ final as (
     left join current_runs on incoming.run_id = current_runs.run_id
 )
 
-select * from final order by _row_id
+select * from final

@@ -1,12 +1,12 @@
 -- One failed_check per rejected telemetry row: a conflicting duplicate's reason first, then the suite's
 -- checks; values that could not be read are named after the checks ("... [num_gpus='x']").
-create or replace table staging.file_failures as
+create or replace temp table staging_file_failures as
 with staged as (
-    select _row_id, rejected_reason, unparsed_fields from staging.file_rows
+    select _row_id, rejected_reason, unparsed_fields from staging_file_rows
 ),
 
 suite as (
-    select * from staging.suite_failures
+    select * from staging_suite_failures
 ),
 
 combined as (

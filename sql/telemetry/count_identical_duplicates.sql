@@ -1,2 +1,2 @@
 -- Identical extra rows of a run_id in the file (skipped: the first is kept).
-select count(*) from staging.run_duplicates where duplicate = 'identical'
+select count(*) from staging_run_duplicates where duplicate = 'identical'

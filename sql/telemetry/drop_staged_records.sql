@@ -1,3 +1,3 @@
--- What staging.file_rows was built from.
-drop table if exists staging.run_duplicates;
-drop table if exists staging.telemetry_records;
+-- What staging_file_rows was built from.
+drop table if exists staging_run_duplicates;
+drop table if exists staging_telemetry_records;

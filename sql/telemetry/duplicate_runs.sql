@@ -1,31 +1,40 @@
--- Rows sharing a run_id in one file (staging.normalised_runs): conflicting values (none is loaded, each
+-- Rows sharing a run_id in one file (staging_normalised_runs): conflicting values (none is loaded, each
 -- rejected with the lines of the group) or identical (the first by line is kept, the others skipped).
-create or replace table staging.run_duplicates as
+-- The run_ids that repeat are found first (a count per run_id); only their rows are compared and ranked.
+create or replace temp table staging_run_duplicates as
 with keyed as (
-    select _row_id, run_id, record_hash, source_line
-    from staging.normalised_runs
+    select _row_id, run_id, record_text, source_line
+    from staging_normalised_runs
     where run_id is not null
+),
+
+repeated as (
+    select run_id from keyed group by run_id having count(*) > 1
+),
+
+repeated_rows as (
+    select keyed.* from keyed semi join repeated using (run_id)
 ),
 
 groups as (
     select
         run_id,
-        count(*)                                                   as rows_in_file,
-        count(distinct record_hash)                                as versions,
+        count(distinct record_text)                                as versions,  -- the values hashed
         string_agg(source_line::varchar, ', ' order by source_line) as lines
-    from keyed
+    from repeated_rows
     group by run_id
-    having count(*) > 1
 ),
 
 ranked as (
     select
-        keyed._row_id,
+        repeated_rows._row_id,
         groups.versions,
         groups.lines,
-        row_number() over (partition by keyed.run_id order by keyed.source_line, keyed._row_id) as nth
-    from keyed
-    inner join groups on keyed.run_id = groups.run_id
+        row_number() over (
+            partition by repeated_rows.run_id order by repeated_rows.source_line, repeated_rows._row_id
+        ) as nth
+    from repeated_rows
+    inner join groups on repeated_rows.run_id = groups.run_id
 ),
 
 final as (

@@ -1,7 +1,7 @@
 -- Accepted runs the source itself flags (stored, kept out of training), per flag, most frequent first.
 with accepted as (
-    select quality_flag from staging.file_rows
-    anti join staging.file_failures using (_row_id)
+    select quality_flag from staging_file_rows
+    anti join staging_file_failures using (_row_id)
     where quality_flag is not null
 ),
 

@@ -1,3 +1,3 @@
 -- Records read by the general readers (`read_records`, registered by tasks/telemetry/ingest.py).
-create or replace table staging.telemetry_records as
+create or replace temp table staging_telemetry_records as
 select * from read_records

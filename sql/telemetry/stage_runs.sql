@@ -1,12 +1,15 @@
--- The staged telemetry rows the suite validates: each normalised run (staging.normalised_runs, written by
+-- The staged telemetry rows the suite validates: each normalised run (staging_normalised_runs, written by
 -- tasks/telemetry/ingest.py) except identical extra duplicates, with a conflicting
 -- duplicate's reason, the GPU's peak for the precision and the checked columns.
 -- Formulas: sql/ddl/041_flops_macros.sql.
-create or replace table staging.file_rows as
+create or replace temp table staging_file_rows as
 with runs as (
-    select normalised.*, duplicates.rejected_reason
-    from staging.normalised_runs as normalised
-    left join staging.run_duplicates as duplicates on normalised._row_id = duplicates._row_id
+    select
+        normalised.* exclude (record_text),
+        sha256(normalised.record_text) as record_hash,   -- same hash = same record (tasks/telemetry/ingest.py)
+        duplicates.rejected_reason
+    from staging_normalised_runs as normalised
+    left join staging_run_duplicates as duplicates on normalised._row_id = duplicates._row_id
     where duplicates.duplicate is distinct from 'identical'
 ),
 
@@ -42,6 +45,6 @@ final as (
     from peaks
 )
 
-select * from final order by _row_id;
+select * from final;
 
-drop table staging.normalised_runs;
+drop view staging_normalised_runs;

@@ -10,7 +10,7 @@ part that depends on the warehouse's current rows (`Dataset.stage_against_wareho
 files in the order given, so the warehouse ends up as after the sequential run.
 
 A dataset (prices, telemetry, ...) supplies only what differs, as a `Dataset`: how its file is read into
-`staging.file_records`, how the records become `staging.file_rows` (the rows the suite validates: a row key
+`staging_file_records`, how the records become `staging_file_rows` (the rows the suite validates: a row key
 `_row_id`, `source_line`, `raw_values` and the suite's columns), which suite and thresholds validate them,
 how its own rejections combine with the suite's, and how accepted rows are stored. The lifecycle owns the
 rest, once: the file registry, the transient-I/O rule, whole-file quarantine, row quarantine, DuckDB's
@@ -82,7 +82,7 @@ class FileContext:
 
 
 class Dataset(ABC):
-    """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging.*` (it reads the
+    """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging_*` (it reads the
     reference tables, and prices read core.price_observations for the price move against history);
     `store` is the only part that writes raw/core tables. To read and stage files in parallel, run
     `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
@@ -104,13 +104,13 @@ class Dataset(ABC):
 
     @abstractmethod
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
-        """Read the file and create `staging.file_records` (every record as read: _row_id, source_line,
-        raw_values) and `staging.file_rows` (_row_id, the record's row key; source_line, rejected_reason, the
+        """Read the file and create `staging_file_records` (every record as read: _row_id, source_line,
+        raw_values) and `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the
         suite's columns and what `store` needs; the wide raw record stays in file_records, joined only where
         it is stored). Raise FileError for a file that cannot be ingested."""
 
     def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:  # noqa: B027
-        """Add `history_columns` to `staging.file_rows` from the warehouse's current rows (e.g. the price move
+        """Add `history_columns` to `staging_file_rows` from the warehouse's current rows (e.g. the price move
         against stored observations). Runs on the writer's connection, in the file's transaction."""
 
     def is_file_column(self, column: str) -> bool:
@@ -126,12 +126,12 @@ class Dataset(ABC):
 
     @abstractmethod
     def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
-        """`staging.file_failures` (_row_id, failed_check) from the dataset's own rejections in
-        `staging.file_rows` and the suite's in `staging.suite_failures`."""
+        """`staging_file_failures` (_row_id, failed_check) from the dataset's own rejections in
+        `staging_file_rows` and the suite's in `staging_suite_failures`."""
 
     @abstractmethod
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        """Store the raw records and the accepted rows (staging.file_rows without staging.file_failures).
+        """Store the raw records and the accepted rows (staging_file_rows without staging_file_failures).
         Returns notes for the outcome."""
 
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -272,7 +272,7 @@ def stage_file(job: StageJob) -> StagedFile:
                 check_staged(con, dataset.suite, job.parameters, dataset.is_file_column)
                 execute(con, "ingest/create_check_rows")
                 for name in HANDED_OVER:
-                    con.table(f"staging.{name}").write_parquet(str(directory / f"{name}.parquet"))
+                    con.table(f"staging_{name}").write_parquet(str(directory / f"{name}.parquet"))
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
         raise
@@ -302,7 +302,9 @@ def apply_staged(
         file = FileContext(source, staged_file.sha256, ingested_at)
         with ingest_limits(con), transaction(con):
             for name in HANDED_OVER:
-                con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create(f"staging.{name}")
+                con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
+                    f"handed_over_{name}", replace=True)
+            execute(con, "ingest/load_handed_over")
             dataset.stage_against_warehouse(con, file)
             check_staged(con, dataset.suite, dataset.validation_parameters(), dataset.is_history_column)
             _finish(con, dataset, file, outcome, staged_file.staged, int(staged_file.size_bytes or 0))

@@ -13,7 +13,7 @@ from tasks.warehouse import execute, query, registered
 def quarantine_staged_rows(
     con: duckdb.DuckDBPyConnection, dataset: str, source_file: str, sha256: str, quarantined_at: datetime
 ) -> None:
-    """Store the staged rows that failed a check (staging.file_rows joined to staging.file_failures)."""
+    """Store the staged rows that failed a check (staging_file_rows joined to staging_file_failures)."""
     execute(con, "ingest/insert_rejected_rows", {
         "dataset": dataset, "source_file": source_file, "sha": sha256, "quarantined_at": quarantined_at,
     })
@@ -43,7 +43,7 @@ def quarantine_file(
 def count_by_reason(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """Rejected rows of the file being ingested per failed check, most frequent first."""
     return dict(query(con, "common/count_by_value",
-                     {"table": "staging.file_failures", "column": "failed_check"}).fetchall())
+                     {"table": "staging_file_failures", "column": "failed_check"}).fetchall())
 
 
 REJECTED_ROW_COLUMNS = ("source_file", "source_line", "failed_check", "raw_values", "content_sha256")

@@ -195,7 +195,7 @@ def suite_columns(suite_name: str, columns: Callable[[str], bool] | None = None)
 def validate_staged(
     con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
 ) -> None:
-    """Evaluate the whole suite over `staging.file_rows` into `staging.suite_failures` (_row_id, failed_check:
+    """Evaluate the whole suite over `staging_file_rows` into `staging_suite_failures` (_row_id, failed_check:
     the failed checks of the row joined by '; ' in suite order), cross-checked with GX."""
     check_staged(con, suite_name, parameters)
     collect_suite_failures(con)
@@ -207,14 +207,14 @@ def check_staged(
     parameters: dict[str, Any] | None = None,
     columns: Callable[[str], bool] | None = None,
 ) -> None:
-    """Add the failing rows of the suite's expectations on `columns` (all when None) over `staging.file_rows`
-    to `staging.suite_check_rows` (_row_id, check_order, failed_check), then cross-check them with GX.
+    """Add the failing rows of the suite's expectations on `columns` (all when None) over `staging_file_rows`
+    to `staging_suite_check_rows` (_row_id, check_order, failed_check), then cross-check them with GX.
 
     A file can be checked in parts (a worker checks what the file alone decides, the writer what depends on
     the warehouse's current rows); `check_order` is the expectation's place in the whole suite, so the parts
-    together give the same `staging.suite_failures` as one pass."""
+    together give the same `staging_suite_failures` as one pass."""
     execute(con, "ingest/create_check_rows")
-    staged = con.table("staging.file_rows")
+    staged = con.table("staging_file_rows")
     types = {name: str(kind) for name, kind in zip(staged.columns, staged.types, strict=True)}
     checks = suite_checks(suite_name, types, parameters, columns)
     if not checks:
@@ -228,13 +228,14 @@ def check_staged(
         )
         failing = rows if failing is None else failing.union(rows)
     assert failing is not None
-    failing.create("staging.part_check_rows")
+    failing.create_view("part_check_rows_found", replace=True)
+    execute(con, "ingest/stage_part_check_rows")
     crosscheck_with_gx(con, suite_name, parameters, columns)
     execute(con, "ingest/append_check_rows")
 
 
 def collect_suite_failures(con: duckdb.DuckDBPyConnection) -> None:
-    """`staging.suite_check_rows` (every part checked) -> `staging.suite_failures`, one row per failing row."""
+    """`staging_suite_check_rows` (every part checked) -> `staging_suite_failures`, one row per failing row."""
     execute(con, "ingest/create_check_rows")
     execute(con, "ingest/suite_failures")
 
@@ -246,21 +247,21 @@ def crosscheck_with_gx(
     columns: Callable[[str], bool] | None = None,
 ) -> None:
     """GX validates a bounded sample of the staged rows on the same expectations; its failing rows and checks
-    must equal DuckDB's (`staging.part_check_rows`)."""
+    must equal DuckDB's (`staging_part_check_rows`)."""
     execute(con, "ingest/crosscheck_sample", {"rows": CROSSCHECK_ROWS})
     sample = (
-        con.table("staging.file_rows")
-        .join(con.table("staging.crosscheck_ids"), ROW_KEY)
+        con.table("staging_file_rows")
+        .join(con.table("staging_crosscheck_ids"), ROW_KEY)
         .select(*[duckdb.ColumnExpression(c) for c in (ROW_KEY, *suite_columns(suite_name, columns))])
         .pl()
     )
     expected = (
-        con.table("staging.part_check_rows")
-        .join(con.table("staging.crosscheck_ids"), ROW_KEY)
+        con.table("staging_part_check_rows")
+        .join(con.table("staging_crosscheck_ids"), ROW_KEY)
         .select(duckdb.ColumnExpression(ROW_KEY), duckdb.ColumnExpression("failed_check"))
         .pl()
     )
-    con.execute("drop table staging.crosscheck_ids")
+    con.execute("drop table staging_crosscheck_ids")
     by_gx = find_failures(sample, suite_name, ROW_KEY, parameters, columns)
     if _pairs(by_gx) != _pairs(expected):
         differing = sorted(_pairs(by_gx) ^ _pairs(expected))[:3]

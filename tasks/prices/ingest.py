@@ -77,13 +77,13 @@ class PriceDataset(Dataset):
                 execute(con, "prices/stage_adapter_records")
         execute(con, "prices/file_records_view")
         stage_records(con, self.aliases, self.overrides, file)
-        rows_read = con.table("staging.file_records").aggregate("count(*)").fetchall()[0][0]
+        rows_read = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
         return Staged(rows_read=rows_read, skipped_by_reason=dict(result.skipped_by_reason),
                       notes=list(result.notes))
 
     def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:
         """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql)."""
-        query(con, "prices/price_move_factor").create("staging.price_moves")
+        execute(con, "prices/price_move_factor")
         execute(con, "prices/stage_rows")
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
@@ -112,7 +112,7 @@ def _normalise_params(file: FileContext) -> dict[str, Any]:
 
 
 def duckdb_readers() -> dict[str, Any]:
-    """Formats whose adapter reads the file with DuckDB straight into staging.file_records (the big files)."""
+    """Formats whose adapter reads the file with DuckDB straight into staging_file_records (the big files)."""
     from tasks.prices.adapters import aws_offer, skypilot
 
     return {"skypilot": skypilot.read_into_duckdb, "aws-offer": aws_offer.read_into_duckdb}
@@ -121,13 +121,13 @@ def duckdb_readers() -> dict[str, Any]:
 def stage_records(
     con: duckdb.DuckDBPyConnection, aliases: pl.DataFrame, overrides: pl.DataFrame, file: FileContext
 ) -> None:
-    """Adapter records (`file_records`) -> staging.file_rows, normalised (SQL); the file alone decides them
+    """Adapter records (`file_records`) -> staging_file_rows, normalised (SQL); the file alone decides them
     (the price move against stored history is added by `PriceDataset.stage_against_warehouse`)."""
     with (
         registered(con, "price_aliases", aliases.to_arrow()),
         registered(con, "instance_overrides", overrides.to_arrow()),
     ):
-        query(con, "prices/normalise", _normalise_params(file)).create("staging.file_rows")
+        execute(con, "prices/normalise", _normalise_params(file))
 
 
 def normalise(
@@ -151,7 +151,8 @@ def normalise(
             registered(con, "price_aliases", aliases.select("alias", "gpu").to_arrow()),
             registered(con, "instance_overrides", (read_overrides() if overrides is None else overrides).to_arrow()),
         ):
-            return query(con, "prices/normalise", _normalise_params(file)).pl()
+            execute(con, "prices/normalise", _normalise_params(file))
+            return con.table("staging_file_rows").order(ROW_KEY).pl()
 
 
 def ingest_price_file(

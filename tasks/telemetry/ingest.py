@@ -6,6 +6,7 @@ one file, and the store SQL (one current record per run_id, older records kept i
 
 from __future__ import annotations
 
+import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from tasks.warehouse import execute, query, registered
 
 DATASET = "telemetry"
 # Records normalised at a time (polars, in memory): bounds memory whatever the file size.
-CHUNK_ROWS = 250_000
+CHUNK_ROWS = 50_000
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
 
 
@@ -54,19 +55,17 @@ def as_arrow(frame: pl.DataFrame) -> pa.Table:
     return frame.to_arrow(compat_level=pl.CompatLevel.newest())
 
 
-def record_hashes(con: duckdb.DuckDBPyConnection, normalised: pl.DataFrame) -> pl.Series:
-    """SHA-256 of a run's normalised contract values: equal hashes = the same record, whatever the file format.
+def record_text(normalised: pl.DataFrame) -> pl.Series:
+    """A run's normalised contract values as one text; its SHA-256 (sql/telemetry/stage_runs.sql) is the
+    record's hash: equal hashes = the same record, whatever the file format.
 
-    The text hashed is each value as polars writes it, joined by U+001F, null as U+0000 (hashed by DuckDB:
-    sql/telemetry/record_hashes.sql gives the same hex digest as hashlib over the UTF-8 text)."""
-    texts = normalised.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_KEY),
+    The text is each value as polars writes it, joined by U+001F, null as U+0000 (DuckDB's sha256 of it gives
+    the same hex digest as hashlib over the UTF-8 text)."""
+    return normalised.select(
         pl.concat_str(
             [pl.col(c).cast(pl.String).fill_null("\x00") for c in NORMALISED_COLUMNS], separator="\x1f"
-        ).alias("record_text"),
-    )
-    with registered(con, "record_texts", as_arrow(texts)):
-        return query(con, "telemetry/record_hashes").pl()["record_hash"]
+        ).alias("record_text")
+    ).to_series()
 
 
 class TelemetryDataset(Dataset):
@@ -101,7 +100,7 @@ class TelemetryDataset(Dataset):
                 with registered(con, "read_records", as_arrow(self.records.with_row_index(ROW_KEY))):
                     execute(con, "telemetry/stage_polars_records")
             elif self._read_with_duckdb(con, path):
-                check_required_columns(con.table("staging.telemetry_records").columns)
+                check_required_columns(con.table("staging_telemetry_records").columns)
             else:  # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
                 records = read_telemetry(path).with_row_index(ROW_KEY)
                 # the record whole is in its raw JSON: only the contract's columns go on (a file of 10^4 extra
@@ -114,14 +113,17 @@ class TelemetryDataset(Dataset):
         except TelemetryFileError as error:
             raise FileError(error.args[0]) from error
         execute(con, "telemetry/stage_records")
-        try:
-            rows = self._normalise_in_chunks(con)
-        except Exception as error:  # noqa: BLE001 - a value nothing expected: this file is quarantined
-            if is_transient(error):
-                raise
-            raise FileError(f"cannot normalise: {describe_error(error)}") from error
-        execute(con, "telemetry/duplicate_runs")
-        execute(con, "telemetry/stage_runs")
+        spill = Path(query(con, "publish/duckdb_limits").fetchall()[0][1] or tempfile.gettempdir())
+        spill.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="normalised-", dir=spill) as folder:
+            try:
+                rows = self._normalise_in_chunks(con, Path(folder))
+            except Exception as error:  # noqa: BLE001 - a value nothing expected: this file is quarantined
+                if is_transient(error):
+                    raise
+                raise FileError(f"cannot normalise: {describe_error(error)}") from error
+            execute(con, "telemetry/duplicate_runs")
+            execute(con, "telemetry/stage_runs")
         identical = query(con, "telemetry/count_identical_duplicates").fetchall()[0][0]
         execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
@@ -138,17 +140,24 @@ class TelemetryDataset(Dataset):
             read_telemetry(path)
             raise
 
-    def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection) -> int:
-        """staging.telemetry_records -> staging.normalised_runs (contract values, record hash, source line),
-        CHUNK_ROWS records at a time so that memory does not grow with the file. Returns the records read."""
-        rows = con.table("staging.telemetry_records").aggregate("count(*)").fetchall()[0][0]
+    def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
+        """staging_telemetry_records -> the view staging_normalised_runs (contract values, record text, source
+        line), CHUNK_ROWS records at a time so that memory does not grow with the file. Returns the records read.
+
+        Each normalised chunk is handed back as a Parquet file in `folder` (in the ingest's spill folder) and the
+        view reads them all: appending chunk after chunk to a table inside the file's transaction grew the
+        process by about 1 KB per row outside DuckDB's memory cap (10^6 rows: 2 GB)."""
+        rows = con.table("staging_telemetry_records").aggregate("count(*)").fetchall()[0][0]
+        files = []
         for first in range(0, max(rows, 1), CHUNK_ROWS):
             chunk = query(con, "telemetry/record_chunk", {"first": first, "last": first + CHUNK_ROWS}).pl()
             contract = [c for c in chunk.columns if c in INPUT_KINDS]
             normalised = normalise_runs(chunk.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
-            normalised = normalised.with_columns(record_hashes(con, normalised), source_line=chunk[SOURCE_LINE])
-            with registered(con, "normalised_chunk", as_arrow(normalised)):
-                execute(con, "telemetry/append_normalised" if first else "telemetry/create_normalised")
+            normalised = normalised.with_columns(record_text(normalised), source_line=chunk[SOURCE_LINE])
+            files.append(str(folder / f"chunk-{len(files):06d}.parquet"))
+            normalised.write_parquet(files[-1], compression="lz4")
+            del chunk, normalised
+        con.read_parquet(files).create_view("staging_normalised_runs", replace=True)
         return rows
 
     def file_error(self, file: FileContext, error: BaseException) -> str:

@@ -290,7 +290,7 @@ def transaction_usable(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Read the file with DuckDB into staging.telemetry_records: its own columns as text (as `read_telemetry`
+    """Read the file with DuckDB into staging_telemetry_records: its own columns as text (as `read_telemetry`
     gives them), SOURCE_LINE, RAW_VALUES and the row key `_row_id`. False when the file needs the general
     readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
     reads it with `read_telemetry`. Nothing of the file passes through Python."""
@@ -313,7 +313,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
         if not transaction_usable(con):
             raise  # e.g. out of memory while executing: the file's transaction is aborted, nothing can follow
         return False  # the general reader names the problem (line, field count, encoding, ...)
-    table = con.table("staging.telemetry_file")
+    table = con.table("staging_telemetry_file")
     types = dict(zip(table.columns, (str(t) for t in table.types), strict=True))
     if fmt == "parquet" and any(t not in SCALAR_TYPES for t in types.values()):
         return False

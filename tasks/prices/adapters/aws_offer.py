@@ -151,7 +151,7 @@ def read_offer_json(path: Path) -> tuple[pl.DataFrame, datetime | None]:
 
 
 def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult:
-    """Either form into staging.file_records (sql/prices/aws_offer_*.sql). The CSV form is read and classified
+    """Either form into staging_file_records (sql/prices/aws_offer_*.sql). The CSV form is read and classified
     by DuckDB as it streams (a multi-GB offer file never passes through Python); the JSON form's nested
     products/terms are walked in Python (offer JSON excerpts), then classified by the same SQL."""
     from tasks.warehouse import execute, query
@@ -220,5 +220,5 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         con.execute("set timezone = 'UTC'")
         con.execute("create schema staging")
         result = read_into_duckdb(con, path, context)
-        records = con.table("staging.file_records").pl().drop("_row_id")
+        records = con.table("staging_file_records").pl().drop("_row_id")
     return AdapterResult(records=conform(records), skipped_by_reason=result.skipped_by_reason)

@@ -194,7 +194,7 @@ OPTIONAL = ("AvailabilityZone", "InstanceType", "vCPUs", "MemoryGiB", "GpuInfo",
 
 
 def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult | None:
-    """The catalog read and turned into adapter records by DuckDB (staging.file_records; sql/prices/
+    """The catalog read and turned into adapter records by DuckDB (staging_file_records; sql/prices/
     skypilot_records.sql), the file never passing through Python. None when the catalog has GCP
     accelerator-only rows: their host VM join is priced by `parse` (GCP catalogs are ~1 MB)."""
     from tasks.warehouse import execute, query
@@ -204,7 +204,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     except duckdb.Error as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise AdapterError(f"{path.name}: not a readable CSV file: {first_line}") from error
-    catalog = con.table("staging.price_file")
+    catalog = con.table("staging_price_file")
     missing = [c for c in REQUIRED if c not in catalog.columns]
     if missing:
         raise AdapterError(f"{path.name}: not a SkyPilot catalog: missing column(s) {', '.join(missing)}")
@@ -220,7 +220,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     columns.create_view("skypilot_columns", replace=True)
     execute(con, "prices/skypilot_catalog")
     execute(con, "prices/skypilot_records", {"provider": context.provider})
-    offers = con.table("staging.file_records").aggregate("count(*)").fetchall()[0][0]
+    offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
     return AdapterResult(records=empty_records(), skipped_by_reason=(
