@@ -23,6 +23,8 @@ from tasks.settings import PROJECT_ROOT
 
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 RESULT_MARKER = "BENCH_RESULT "
+# The second floor of a file ingest (bench/floors.py:store_file): DuckDB storing the same raw and typed rows
+STORE_FLOOR = "store floor"
 
 
 def env_int(name: str, default: int) -> int:

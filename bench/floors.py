@@ -41,3 +41,31 @@ def load_offer_csv(path: str, database: str) -> dict[str, Any]:
     con.close()
     Path(database).unlink(missing_ok=True)
     return {"seconds": t["s"], "rows": rows}
+
+
+STORE_STEPS = {
+    "skypilot": ("store_floor_read_csv", "store_floor_skypilot_raw", "store_floor_skypilot_offers"),
+    "telemetry": ("store_floor_read_typed_csv", "store_floor_telemetry_raw", "store_floor_telemetry_runs"),
+}
+
+
+def store_file(path: str, database: str, kind: str) -> dict[str, Any]:
+    """The store floor (a measured step): DuckDB writes what the ingest of `path` must keep - the file read once,
+    one raw JSON record per stored row, the typed rows - in one transaction of a fresh database file, with none
+    of the ingest's lookups, checks, history or quarantine. `kind`: skypilot | telemetry."""
+    Path(database).unlink(missing_ok=True)
+    con = duckdb.connect(database)
+    con.execute(floor_sql("store_floor_tables"))
+    steps = STORE_STEPS[kind]
+    if path.endswith(".parquet"):
+        steps = ("store_floor_read_parquet", *steps[1:])
+    with timed() as t:
+        con.execute("begin")
+        for step in steps:
+            con.execute(floor_sql(step), {"path": path})
+        con.execute("commit")
+        con.execute("checkpoint")
+    rows = con.execute("select count(*) from floor_raw").fetchone()[0]
+    con.close()
+    Path(database).unlink(missing_ok=True)
+    return {"seconds": t["s"], "rows": rows}

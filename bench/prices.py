@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.common import STORE_FLOOR, BenchConfig, Row, fresh_home, run_step, timed, warm_validation
 from bench.generate import write_aws_offer_csv, write_skypilot_prices
 
 SECTION = "1. price ingest (SkyPilot CSV)"
@@ -62,10 +62,12 @@ def run(cfg: BenchConfig) -> list[Row]:
             write_skypilot_prices(path, n)
         result = run_step("prices:ingest", path=str(path), home=str(cfg.work_dir / "prices" / f"home-{n}"))
         floor = run_step("floors:load_file", path=str(path), database=str(cfg.work_dir / "prices" / "floor.duckdb"))
-        rows.append(Row(
-            SECTION, "ingest_price_file vs read_csv", n, result["seconds"], floor["seconds"],
-            result["peak_mb"], floor["peak_mb"],
-            f"{result['rows_read']} offers ({result['rows_quarantined']} quarantined: no price); "
-            f"{path.stat().st_size / 1e6:.0f} MB",
-        ))
+        store = run_step("floors:store_file", path=str(path), database=str(cfg.work_dir / "prices" / "store.duckdb"),
+                         kind="skypilot")
+        note = (f"{result['rows_read']} offers ({result['rows_quarantined']} quarantined: no price); "
+                f"{path.stat().st_size / 1e6:.0f} MB")
+        rows.append(Row(SECTION, "ingest_price_file vs read_csv", n, result["seconds"], floor["seconds"],
+                        result["peak_mb"], floor["peak_mb"], note))
+        rows.append(Row(SECTION, f"ingest_price_file vs {STORE_FLOOR}", n, result["seconds"], store["seconds"],
+                        result["peak_mb"], store["peak_mb"], f"{store['rows']} raw records and offers stored"))
     return rows

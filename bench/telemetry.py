@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.common import STORE_FLOOR, BenchConfig, Row, fresh_home, run_step, timed, warm_validation
 from bench.generate import write_telemetry
 
 SECTION = "2. telemetry ingest"
@@ -44,10 +44,15 @@ def run(cfg: BenchConfig) -> list[Row]:
             result = run_step("telemetry:ingest", path=str(path), home=str(cfg.work_dir / "telemetry" / f"home-{n}"))
             floor = run_step("floors:load_file", path=str(path),
                              database=str(cfg.work_dir / "telemetry" / "floor.duckdb"))
+            store = run_step("floors:store_file", path=str(path),
+                             database=str(cfg.work_dir / "telemetry" / "store.duckdb"), kind="telemetry")
             rows.append(Row(
                 SECTION, f"ingest_telemetry_file ({fmt}) vs read_{fmt}", n, result["seconds"], floor["seconds"],
                 result["peak_mb"], floor["peak_mb"],
                 f"{result['rows_loaded']} loaded, {result['rows_quarantined']} quarantined (no num_gpus); "
                 f"{path.stat().st_size / 1e6:.0f} MB",
             ))
+            rows.append(Row(SECTION, f"ingest_telemetry_file ({fmt}) vs {STORE_FLOOR}", n, result["seconds"],
+                            store["seconds"], result["peak_mb"], store["peak_mb"],
+                            f"{store['rows']} raw records and runs stored"))
     return rows

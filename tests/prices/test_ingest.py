@@ -223,3 +223,22 @@ def test_gcp_host_vms_option_is_what_prices_the_accelerators(con) -> None:
     without = ingest(con, [source(accelerators, "gcp", "skypilot")])[0]
     # Without the host catalog no accelerator row has a host price: all 747 rows quarantined, none loaded.
     assert (without.rows_loaded, without.rows_quarantined) == (0, 747)
+
+
+def test_staged_rows_never_reach_the_warehouse_file_and_lines_count_from_the_header(loaded) -> None:
+    """Staging is TEMP tables of the ingest's transaction: none is left, and the warehouse has no staging schema.
+    Row keys come from rowids, which DuckDB starts at a large base inside a transaction: the SkyPilot AWS sample
+    (494 GPU rows below its header, 447 with a spot price) must still give lines 2..495, one raw record per
+    on-demand offer and one more per spot offer: 494 + 447 = 941."""
+    con, _ = loaded
+    left = con.execute(
+        "select table_name from duckdb_tables() where table_name like 'staging%' or schema_name = 'staging' "
+        "union all select view_name from duckdb_views() where view_name like 'staging%' "
+        "union all select schema_name from duckdb_schemas() where schema_name = 'staging'"
+    ).fetchall()
+    assert left == []
+    [(records, first, last, lines, doubled)] = con.execute(
+        "select count(*), min(source_line), max(source_line), count(distinct source_line), "
+        "count(*) - count(distinct source_line) from raw.price_records where source_file like '%skypilot_v8_aws%'"
+    ).fetchall()
+    assert (records, first, last, lines, doubled) == (941, 2, 495, 494, 447)
