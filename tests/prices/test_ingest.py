@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from tasks.sources import configured_price_sources
-from tasks.warehouse import query, warehouse
+from tasks.warehouse import migrate, query, warehouse
 from tests.conftest import PRICE_SAMPLES
 from tests.prices.helpers import ingest, source, table_counts
 
@@ -237,6 +237,12 @@ def test_staged_rows_never_reach_the_warehouse_file_and_lines_count_from_the_hea
         "union all select schema_name from duckdb_schemas() where schema_name = 'staging'"
     ).fetchall()
     assert left == []
+    # no view made during an ingest is stored: the warehouse file holds the views of its DDL only
+    stored_views = "select view_name from duckdb_views() where not internal and not temporary order by 1"
+    with duckdb.connect() as fresh:
+        migrate(fresh)
+        ddl_views = fresh.execute(stored_views).fetchall()
+    assert con.execute(stored_views).fetchall() == ddl_views
     [(records, first, last, lines, doubled)] = con.execute(
         "select count(*), min(source_line), max(source_line), count(distinct source_line), "
         "count(*) - count(distinct source_line) from raw.price_records where source_file like '%skypilot_v8_aws%'"

@@ -209,7 +209,6 @@ def read_terms(path: Path, context: AdapterContext) -> pl.DataFrame:
 
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")
-        con.execute("create schema staging")
         read_into_duckdb(con, path, context)
         return query(con, "prices/aws_offer_term_records", {"provider": context.provider}).pl().drop("_row_id")
 
@@ -218,7 +217,6 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     """The adapter records of either form, as a frame (the same SQL as the ingest, in a private DuckDB)."""
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")
-        con.execute("create schema staging")
         result = read_into_duckdb(con, path, context)
         records = con.table("staging_file_records").pl().drop("_row_id")
     return AdapterResult(records=conform(records), skipped_by_reason=result.skipped_by_reason)
