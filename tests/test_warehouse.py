@@ -48,3 +48,41 @@ def test_a_second_writer_gets_a_clear_busy_error(tmp_path, con) -> None:  # noqa
     assert "BUSY" in done.stdout and str(paths().warehouse) in done.stdout
     with pytest.raises(FileNotFoundError):
         connect(tmp_path / "nowhere.duckdb", read_only=True)
+
+
+def test_a_warehouse_made_with_the_run_id_key_loses_it_and_keeps_its_runs(tmp_path) -> None:  # noqa: ANN001
+    # Warehouses made before core.telemetry_runs lost its primary key (sql/ddl/040_core_telemetry.sql) had
+    # `run_id varchar not null primary key`; the rows must survive the rebuild, with the columns as defined now.
+    from tasks.warehouse import SQL_DIR
+
+    path = tmp_path / "old.duckdb"
+    ddl = (SQL_DIR / "ddl" / "040_core_telemetry.sql").read_text(encoding="utf-8")
+    keyed = ddl.replace("run_id                   varchar not null,", "run_id varchar not null primary key,", 1)
+    assert keyed != ddl
+    old = duckdb.connect(str(path))
+    old.execute("create schema core")
+    old.execute(keyed)
+    old.execute(
+        "insert into core.telemetry_runs (run_id, gpu, num_gpus, params_b, active_params_b, seq_len, precision, "
+        "workload, tokens_per_sec_per_gpu, record_hash, source_file, content_sha256, ingested_at) values "
+        "('r1', 'H100-SXM', 8, 7.0, 7.0, 4096, 'bf16', 'pretrain', 3000.0, 'h1', 'a.csv', 's', '2026-01-01'), "
+        "('r2', 'A100-SXM4-80GB', 16, 13.0, 13.0, 2048, 'fp16', 'sft', 1200.5, 'h2', 'a.csv', 's', '2026-01-01')"
+    )
+    old.close()
+
+    con = connect(path)
+    constraints = con.execute(
+        "select constraint_type from duckdb_constraints() where table_name = 'telemetry_runs' order by 1"
+    ).fetchall()
+    assert ("PRIMARY KEY",) not in constraints and ("NOT NULL",) in constraints
+    assert con.execute(
+        "select run_id, num_gpus, tokens_per_sec_per_gpu from core.telemetry_runs order by run_id"
+    ).fetchall() == [("r1", 8, 3000.0), ("r2", 16, 1200.5)]
+    assert con.execute("select count(*) from duckdb_tables() where table_name = 'telemetry_runs_keyed'").fetchall() == [
+        (0,)]
+    columns = con.execute("select column_name from duckdb_columns() where table_name = 'telemetry_runs'").fetchall()
+    con.close()
+    fresh = connect(tmp_path / "fresh.duckdb")
+    assert columns == fresh.execute(
+        "select column_name from duckdb_columns() where table_name = 'telemetry_runs'").fetchall()
+    fresh.close()

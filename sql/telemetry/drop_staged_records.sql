@@ -1,3 +1,2 @@
--- What staging_file_rows was built from.
+-- What staging_file_rows was built from (staging_file_records stays: the lifecycle stores it).
 drop table if exists staging_run_duplicates;
-drop table if exists staging_telemetry_records;

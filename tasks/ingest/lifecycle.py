@@ -105,9 +105,10 @@ class Dataset(ABC):
     @abstractmethod
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         """Read the file and create `staging_file_records` (every record as read: _row_id, source_line,
-        raw_values) and `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the
-        suite's columns and what `store` needs; the wide raw record stays in file_records, joined only where
-        it is stored). Raise FileError for a file that cannot be ingested."""
+        raw_values; a table, or a view over the file as read that computes them where they are read) and
+        `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the suite's columns
+        and what `store` needs; the wide raw record stays in file_records, joined only where it is stored).
+        Raise FileError for a file that cannot be ingested."""
 
     def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:  # noqa: B027
         """Add `history_columns` to `staging_file_rows` from the warehouse's current rows (e.g. the price move
@@ -209,8 +210,16 @@ def _finish(
     outcome.notes += dataset.rejection_notes(con)
     outcome.notes += dataset.store(con, file)
     quarantine_staged_rows(con, dataset.name, file.source_file, file.sha256, file.ingested_at)
-    execute(con, "ingest/drop_staging")
+    drop_staging(con)
     record_file(con, outcome, size_bytes, file.ingested_at)
+
+
+def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what staging made: staging_file_records first, as the table or view the reader made it (its view
+    reads the staged tables dropped after it), then every other staged table and view."""
+    records_view = query(con, "ingest/staging_records_are_a_view").fetchall()[0][0]
+    execute(con, "ingest/drop_staging_records_view" if records_view else "ingest/drop_staging_records_table")
+    execute(con, "ingest/drop_staging")
 
 
 @dataclass(frozen=True)

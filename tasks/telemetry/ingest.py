@@ -36,7 +36,6 @@ from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
     TelemetryFileError,
-    check_required_columns,
     file_format,
     read_into_duckdb,
     read_telemetry,
@@ -45,7 +44,7 @@ from tasks.warehouse import execute, query, registered
 
 DATASET = "telemetry"
 # Records normalised at a time (polars, in memory): bounds memory whatever the file size.
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 25_000
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
 
 
@@ -99,9 +98,8 @@ class TelemetryDataset(Dataset):
             if self.records is not None:
                 with registered(con, "read_records", as_arrow(self.records.with_row_index(ROW_KEY))):
                     execute(con, "telemetry/stage_polars_records")
-            elif self._read_with_duckdb(con, path):
-                check_required_columns(con.table("staging_telemetry_records").columns)
-            else:  # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
+            elif not self._read_with_duckdb(con, path):
+                # the general readers (quotes, blank lines, JSON Lines, nested Parquet values, errors named)
                 records = read_telemetry(path).with_row_index(ROW_KEY)
                 # the record whole is in its raw JSON: only the contract's columns go on (a file of 10^4 extra
                 # columns would need a DuckDB vector per column, over the ingest memory cap)
@@ -112,7 +110,6 @@ class TelemetryDataset(Dataset):
                 del records
         except TelemetryFileError as error:
             raise FileError(error.args[0]) from error
-        execute(con, "telemetry/stage_records")
         spill = Path(query(con, "publish/duckdb_limits").fetchall()[0][1] or tempfile.gettempdir())
         spill.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="normalised-", dir=spill) as folder:
@@ -141,24 +138,33 @@ class TelemetryDataset(Dataset):
             raise
 
     def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
-        """staging_telemetry_records -> the view staging_normalised_runs (contract values, record text, source
+        """staging_file_records -> the view staging_normalised_runs (contract values, record text, source
         line), CHUNK_ROWS records at a time so that memory does not grow with the file. Returns the records read.
 
         Each normalised chunk is handed back as a Parquet file in `folder` (in the ingest's spill folder) and the
         view reads them all: appending chunk after chunk to a table inside the file's transaction grew the
         process by about 1 KB per row outside DuckDB's memory cap (10^6 rows: 2 GB)."""
-        rows = con.table("staging_telemetry_records").aggregate("count(*)").fetchall()[0][0]
-        files = []
-        for first in range(0, max(rows, 1), CHUNK_ROWS):
-            chunk = query(con, "telemetry/record_chunk", {"first": first, "last": first + CHUNK_ROWS}).pl()
-            contract = [c for c in chunk.columns if c in INPUT_KINDS]
-            normalised = normalise_runs(chunk.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
-            normalised = normalised.with_columns(record_text(normalised), source_line=chunk[SOURCE_LINE])
-            files.append(str(folder / f"chunk-{len(files):06d}.parquet"))
-            normalised.write_parquet(files[-1], compression="lz4")
-            del chunk, normalised
+        rows, files = 0, []
+        # one streamed query, read in batches of at most CHUNK_ROWS; closed whatever happens (an open result
+        # refuses every other statement on `con`, the rollback included)
+        with query(con, "telemetry/record_chunks").to_arrow_reader(CHUNK_ROWS) as batches:
+            for batch in batches:
+                rows += batch.num_rows
+                chunk = pa.Table.from_batches([batch])
+                files.append(self._write_normalised(chunk, folder / f"chunk-{len(files):06d}.parquet"))
+            if not files:  # no records: an empty chunk gives the view its columns
+                files.append(self._write_normalised(batches.schema.empty_table(), folder / "chunk-000000.parquet"))
         con.read_parquet(files).create_view("staging_normalised_runs", replace=True)
         return rows
+
+    def _write_normalised(self, records: pa.Table, path: Path) -> str:
+        """One chunk of records normalised (polars) and written to `path` as Parquet; returns the path."""
+        chunk = pl.DataFrame(pl.from_arrow(records))
+        contract = [c for c in chunk.columns if c in INPUT_KINDS]
+        normalised = normalise_runs(chunk.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
+        normalised = normalised.with_columns(record_text(normalised), source_line=chunk["source_line"])
+        normalised.write_parquet(path, compression="lz4")
+        return str(path)
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
         return f"unreadable file: {describe_error(error)}"

@@ -112,8 +112,8 @@ def _timestamp(value: str | None) -> datetime | None:
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
-def _parse(frame: pl.DataFrame, column: str, kind: str, vocabulary: dict[str, dict[str, Any]]) -> pl.Series:
-    text = _text(frame, column)
+def _parse(text: pl.Series, kind: str, vocabulary: dict[str, dict[str, Any]]) -> pl.Series:
+    """A column's trimmed text (`_text`) as its contract kind."""
     if kind in ("text", "precision", "workload"):
         return text
     if kind == "checkpointing":
@@ -149,10 +149,10 @@ def normalise_runs(
     parsed: dict[str, pl.Series] = {}
     unparsed: list[pl.Series] = []
     for column, kind in INPUT_KINDS.items():
-        values = _parse(frame, column, kind, vocabulary)
+        text = _text(frame, column)
+        values = _parse(text, kind, vocabulary)
         parsed[column] = values
         if kind in ("float", "int", "checkpointing", "timestamp"):
-            text = _text(frame, column)
             failed = text.is_not_null() & values.is_null()
             # named with the value as Python's repr shows it; only the failing rows (few) are formatted
             index = failed.arg_true()

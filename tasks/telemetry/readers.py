@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from tasks.ingest.registry import is_transient
-from tasks.telemetry.contract import REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
+from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
 
 SOURCE_LINE = "_source_line"  # 1-based line (CSV: where the record starts; JSON Lines) or record (Parquet)
 RAW_VALUES = "_raw_values"    # the record as read, JSON text
@@ -254,11 +254,12 @@ def _plain_csv(path: Path) -> bool:
     previous = b""
     with open(path, "rb") as fh:
         while block := fh.read(SCAN_BYTES):
-            window = previous + block
-            if b'"' in block or b"\n\n" in window or b"\n\r\n" in window:
+            seam = previous + block[:2]  # a pattern across the blocks' boundary (the block itself is not copied)
+            if b'"' in block or b"\n\n" in block or b"\n\n" in seam or b"\n\r\n" in block or b"\n\r\n" in seam:
                 return False
-            if block.count(b"\r") != window.count(b"\r\n") - previous.count(b"\r\n"):
-                return False
+            if b"\r" in block:  # every CR starts a CRLF (a CR ending the block counts as lone: the general reader)
+                if block.count(b"\r") != block.count(b"\r\n") + (previous[-1:] == b"\r" and block[:1] == b"\n"):
+                    return False
             previous = block[-2:]
     return True
 
@@ -290,8 +291,9 @@ def transaction_usable(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Read the file with DuckDB into staging_telemetry_records: its own columns as text (as `read_telemetry`
-    gives them), SOURCE_LINE, RAW_VALUES and the row key `_row_id`. False when the file needs the general
+    """Read the file with DuckDB into staging_file_records (the lifecycle's records as read): the row key
+    `_row_id`, `source_line`, `raw_values` (every column of the record, as JSON) and the contract's columns
+    as text (as `read_telemetry` gives them; the only ones normalised). False when the file needs the general
     readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
     reads it with `read_telemetry`. Nothing of the file passes through Python."""
     from tasks.warehouse import execute, query
@@ -317,6 +319,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     types = dict(zip(table.columns, (str(t) for t in table.types), strict=True))
     if fmt == "parquet" and any(t not in SCALAR_TYPES for t in types.values()):
         return False
+    check_required_columns(list(types))
     cells = []
     for name, kind in types.items():
         value = duckdb.ColumnExpression(name)
@@ -330,16 +333,20 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
         else:
             cells.append(value.cast(text).alias(name))
     order = duckdb.SQLExpression("rowid").alias("_order")
+    # the record's line is its place + 1 + this (CSV: the header is line 1; Parquet: records count from 1)
+    line_offset = duckdb.ConstantExpression(1 if fmt == "csv" else 0).alias("_line_offset")
+    contract = [name for name in types if name in INPUT_KINDS]  # the cells normalised; the rest is in the JSON
     if fmt == "csv":  # the record as JSON: the cells (blank = null) ...
         table.project(order, *cells).project(
-            duckdb.ColumnExpression("_order"), *[duckdb.ColumnExpression(n) for n in types],
-            duckdb.SQLExpression("to_json(struct_pack(*columns(* exclude (_order))))").alias(RAW_VALUES),
+            duckdb.ColumnExpression("_order"), line_offset, *[duckdb.ColumnExpression(n) for n in contract],
+            duckdb.SQLExpression("to_json(struct_pack(*columns(* exclude (_order))))").alias("raw_values"),
         ).create_view("telemetry_columns", replace=True)
     else:  # ... or the typed values (Parquet)
-        table.project(order, *cells, duckdb.SQLExpression("to_json(struct_pack(*columns(*)))").alias(RAW_VALUES)
+        table.project(order, line_offset,
+                      *[cell for cell, name in zip(cells, types, strict=True) if name in INPUT_KINDS],
+                      duckdb.SQLExpression("to_json(struct_pack(*columns(*)))").alias("raw_values"),
                       ).create_view("telemetry_columns", replace=True)
-    execute(con, "telemetry/file_records", {"line_offset": 1 if fmt == "csv" else 0})
-    execute(con, "telemetry/drop_telemetry_file")
+    execute(con, "telemetry/file_records")
     if fmt == "csv" and query(con, "telemetry/blank_records").fetchall()[0][0]:
         execute(con, "telemetry/drop_telemetry_records")
         return False

@@ -110,3 +110,31 @@ def test_tokens_processed_and_wall_seconds_ingest_to_tokens_per_second(con, tmp_
     assert outcome.rows_loaded == 1
     # 94,464,000 tokens / 3600 s / 64 GPUs = 410 tokens/s per GPU (the published line-79 figure)
     assert current_runs(con)["tokens_per_sec_per_gpu"].to_list() == [pytest.approx(410.0)]
+
+
+def test_a_file_normalised_in_many_chunks_finds_duplicates_across_chunks(con, tmp_path: Path, monkeypatch) -> None:
+    # The sample (336 records: 326 runs loaded, 10 quarantined) plus, at its end, an identical copy of line 2
+    # and a copy of line 3 with another throughput: in chunks of 7 records, each copy is 47 chunks away from
+    # its original. The identical copy is skipped (line 2's run stays); line 3's run has conflicting values:
+    # both of its records are quarantined -> 325 runs, 12 quarantined rows, 338 raw records.
+    import tasks.telemetry.ingest as telemetry_ingest
+
+    monkeypatch.setattr(telemetry_ingest, "CHUNK_ROWS", 7)
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    third = lines[2].split(",")
+    third[header.index("tokens_per_sec_per_gpu")] = "999"
+    path = tmp_path / "chunked.csv"
+    path.write_text("\n".join([*lines, lines[1], ",".join(third)]) + "\n", encoding="utf-8")
+    outcome = ingest(con, path)
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined, outcome.rows_skipped) == (
+        338, 325, 12, 1)
+    runs = current_runs(con)["run_id"].to_list()
+    assert "llm-foundry-d8cd8403c5" in runs and "llm-foundry-850bc1a8c1" not in runs
+    conflict = rejected(con).filter(pl.col("source_line").is_in([3, 339]))
+    assert conflict["source_line"].to_list() == [3, 339]
+    assert all("(lines 3, 339)" in reason for reason in conflict["failed_check"].to_list())
+    assert con.sql("select count(*) from raw.telemetry_records").fetchall()[0][0] == 338
+    # the records were a view over the file as read (DuckDB's path); nothing staged outlives the ingest
+    assert con.sql("select table_name from duckdb_tables() where temporary and not internal union all "
+                   "select view_name from duckdb_views() where temporary and not internal").fetchall() == []

@@ -219,7 +219,8 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     )
     columns.create_view("skypilot_columns", replace=True)
     execute(con, "prices/skypilot_catalog")
-    execute(con, "prices/skypilot_records", {"provider": context.provider})
+    execute(con, "prices/skypilot_provider", {"provider": context.provider})
+    execute(con, "prices/skypilot_records")
     offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
