@@ -170,5 +170,11 @@ def ingest_limits(
     the process. A worker staging a file away from the warehouse passes its cap and a spill folder of its own."""
     if spill is None:
         spill = paths().home / config.settings().ingest.temp_directory
-    with memory_capped(con, memory_limit or ingest_memory_limit(), spill):
-        yield
+    # the lifecycle frees the row order where it stores (tasks/ingest/lifecycle.py::_finish); the next file's
+    # read needs it kept (a record's line is its row's place), so it is restored here, after commit or rollback
+    [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
+    try:
+        with memory_capped(con, memory_limit or ingest_memory_limit(), spill):
+            yield
+    finally:
+        execute(con, "common/set_insertion_order", {"preserve": preserve_order})

@@ -203,7 +203,11 @@ def _finish(
     size_bytes: int,
 ) -> None:
     """The staged file, checked, stored: failures combined, counted, accepted rows stored, rejected rows
-    quarantined, staging dropped, the file registered (inside the caller's transaction)."""
+    quarantined, staging dropped, the file registered (inside the caller's transaction, inside `ingest_limits`,
+    which restores the row order freed here)."""
+    # Stored rows carry no order (every reader orders what it shows): freed, DuckDB writes them on every thread
+    # instead of one (10^6 telemetry rows: raw records 3.1 -> 2.2 s, runs 2.6 -> 1.3 s)
+    execute(con, "common/set_insertion_order", {"preserve": False})
     collect_suite_failures(con)
     dataset.combine_failures(con)
     _count(con, outcome, staged)
