@@ -46,3 +46,25 @@ def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(co
     monkeypatch.setattr(TelemetryDataset, "store", real_store)
     assert ingest(con, SAMPLE).status == "loaded"
     assert _raw_lines(con) == (SAMPLE_RECORDS, SAMPLE_RECORDS, FIRST_LINE, LAST_LINE)
+
+
+def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path) -> None:  # noqa: ANN001
+    # A generated SkyPilot catalog of 100,000 GPU rows (bench/generate.py, fixed seed): its records are a view
+    # over the file as read, 190,502 offers with their JSON. Staged by a worker capped at 100 MB, the hand-over
+    # must not hold them in memory (in file order and 122,880-row Parquet row groups it needed over 200 MB).
+    from datetime import UTC, datetime
+
+    from bench.generate import write_skypilot_prices
+    from tasks.ingest.lifecycle import FileSource, StageJob, stage_file
+    from tasks.prices.ingest import PriceDataset
+    from tasks.reference import read_aliases, reference_paths
+
+    catalog = write_skypilot_prices(tmp_path / "vms.csv", 100_000)
+    dataset = PriceDataset(read_aliases())
+    job = StageJob(dataset, FileSource(catalog, "aws", "skypilot"), datetime.now(UTC), tmp_path / "work",
+                   frozenset(), dataset.validation_parameters(), "100MB", reference_paths())
+    staged = stage_file(job)
+    assert staged.error is None and staged.staged is not None and staged.directory is not None
+    assert staged.staged.rows_read == 190_502
+    records = duckdb.read_parquet(str(staged.directory / "file_records.parquet"))
+    assert records.aggregate("count(*), count(distinct _row_id)").fetchall() == [(190_502, 190_502)]
