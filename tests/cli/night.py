@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,8 +35,23 @@ class Night:
 
 
 def gpucost(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(GPUCOST), *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
-                          timeout=timeout)
+    """`gpucost ARGS` to completion. A run still going after `timeout` is made to print every thread's stack
+    (faulthandler on SIGABRT) before it is stopped, so a stall says where it stalled."""
+    command = [str(GPUCOST), *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**env, "PYTHONFAULTHANDLER": "1"}, cwd=PROJECT_ROOT) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGABRT)
+            try:
+                stdout, stderr = child.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                stdout, stderr = child.communicate()
+            raise AssertionError(f"{' '.join(args)}: still running after {timeout:.0f} s; its output, then "
+                                 f"its threads' stacks:\n{stdout[-4000:]}\n{stderr[-20000:]}") from None
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def run_night(root: Path) -> Night:
