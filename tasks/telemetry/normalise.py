@@ -13,7 +13,6 @@ they become null and are named in `unparsed_fields` (the ingest quarantines such
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ import polars as pl
 
 from tasks import config
 from tasks.config import Telemetry
+from tasks.ingest.values import per_distinct
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
     INPUT_KINDS,
@@ -87,19 +87,8 @@ def _text(frame: pl.DataFrame, column: str) -> pl.Series:
     return series.set(series == "", None) if series.len() else series  # type: ignore[arg-type]
 
 
-def _per_distinct(text: pl.Series, convert: Callable[[str], Any], dtype: pl.DataType) -> pl.Series:
-    """`convert` applied to each distinct non-null text once (spellings repeat), mapped back to every row."""
-    distinct = text.drop_nulls().unique()
-    mapping = pl.DataFrame(
-        {"text": distinct, "value": pl.Series([convert(t) for t in distinct.to_list()], dtype=dtype)},
-        schema={"text": pl.String, "value": dtype},
-    )
-    values = pl.DataFrame({"text": text.cast(pl.String)}).join(mapping, on="text", how="left", maintain_order="left")
-    return values["value"].rename(text.name)
-
-
 def _lookup(text: pl.Series, table: dict[str, Any], dtype: pl.DataType) -> pl.Series:
-    return _per_distinct(text, lambda t: table.get(spelling_key(t)), dtype)
+    return per_distinct(text, lambda t: table.get(spelling_key(t)), dtype)
 
 
 def _timestamp(value: str | None) -> datetime | None:
@@ -127,7 +116,7 @@ def _parse(text: pl.Series, kind: str, vocabulary: dict[str, dict[str, Any]]) ->
         # quarantines the row, instead of an exception that would abort the whole ingest
         return number.set(~whole.fill_null(False), None).cast(pl.Int64, strict=False)  # type: ignore[arg-type]
     if kind == "timestamp":
-        return _per_distinct(text, _timestamp, pl.Datetime("us", "UTC"))
+        return per_distinct(text, _timestamp, pl.Datetime("us", "UTC"))
     raise ValueError(f"unknown column kind {kind!r}")
 
 
@@ -165,7 +154,7 @@ def normalise_runs(
     gpu_names = parsed["gpu"]
     gpu = pl.DataFrame({"alias": gpu_names}).join(lookup, on="alias", how="left", maintain_order="left")["gpu"]
 
-    family_recipe = _per_distinct(
+    family_recipe = per_distinct(
         parsed["precision"], lambda t: "\x1f".join(precision_of(t, vocabulary) or ("", "")), pl.String())
     precision = family_recipe.str.split_exact("\x1f", 1).struct.field("field_0").replace("", None)
     recipe = family_recipe.str.split_exact("\x1f", 1).struct.field("field_1").replace("", None)

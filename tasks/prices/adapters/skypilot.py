@@ -20,6 +20,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from tasks.ingest.values import per_distinct
 from tasks.prices.adapters import (
     AdapterContext,
     AdapterError,
@@ -55,14 +56,6 @@ def gpu_memory_gb(gpu_info: str | None) -> float | None:
         return None
 
 
-def per_gpu_memory(gpu_info: pl.Series) -> pl.Series:
-    """`gpu_memory_gb` of every GpuInfo, parsed once per distinct value, in Python, before polars runs. Never a
-    polars UDF (map_elements): a UDF runs on polars' thread pool and needs the GIL, while another thread's polars
-    call (to_pandas in the GX cross-check) holds the GIL waiting for that pool - the thread-pool ingest deadlocked."""
-    mapping = {text: gpu_memory_gb(text) for text in gpu_info.drop_nulls().unique().to_list()}
-    return gpu_info.replace_strict(mapping, default=None, return_dtype=pl.Float64).rename("gpu_memory_gb")
-
-
 def read_catalog(path: Path) -> pl.DataFrame:
     frame = read_csv_text(path)
     require_columns(frame, REQUIRED, path, "a SkyPilot catalog")
@@ -90,7 +83,7 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
         instance_type=pl.col("InstanceType"),
         gpu_name=pl.col("AcceleratorName"),
         gpu_count=_num("AcceleratorCount"),
-        gpu_memory_gb=per_gpu_memory(frame["GpuInfo"]),
+        gpu_memory_gb=per_distinct(frame["GpuInfo"], gpu_memory_gb, pl.Float64()),
         vcpus=_num("vCPUs"),
         memory_gb=_num("MemoryGiB"),
         currency=pl.lit("USD"),
