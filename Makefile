@@ -1,20 +1,27 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
+# PYTHON=python3.12 make run: another Python (3.11, 3.12, 3.13) in a virtual environment of its own.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The exact versions, with hashes, of every dependency and extra, for every supported Python (`make lock`).
+LOCK := requirements.lock
 # pytest-xdist workers for `make test`: most tests wait on subprocesses (whole nights), so one per core. Each
 # worker builds the session fixtures it needs (the CLI night, the reliability states) in its own temp folder.
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+# e.g. LOCK_ARGS=--upgrade, or LOCK_ARGS='--upgrade-package prefect': what `make lock` may move
+LOCK_ARGS ?=
 
-.PHONY: run test lint bench bench-accuracy serve clean mlflow-ui
+.PHONY: run test lint lock lock-check bench bench-accuracy serve clean mlflow-ui
 
-# pip's own progress on a terminal; quiet in CI and logs (stdout not a terminal)
-$(STAMP): pyproject.toml
+# The locked versions only (pip refuses anything without its hash), then gpucost itself without dependencies;
+# pip check fails when pyproject.toml asks for something the lock lacks. pip's progress on a terminal only.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "installing gpucost and its dependencies into $(VENV)"
-	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) -e '.[dev]'
+	@echo "installing the locked dependencies ($(LOCK)) and gpucost into $(VENV)"
+	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip check
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -26,6 +33,22 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# Re-compile the lock from pyproject.toml (keeping the locked versions unless LOCK_ARGS says otherwise), with
+# the index and certificate pip is configured with here (PIP_INDEX_URL / PIP_CERT or pip's config files).
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet "$$(grep -m1 '^uv==' $(LOCK) | cut -d' ' -f1)"
+	index="$${PIP_INDEX_URL:-$$($(BIN)/python -m pip config get global.index-url 2>/dev/null)}"; \
+	cert="$${PIP_CERT:-$$($(BIN)/python -m pip config get global.cert 2>/dev/null)}"; \
+	env $${index:+UV_DEFAULT_INDEX=$$index} $${cert:+SSL_CERT_FILE=$$cert} \
+	$(BIN)/uv pip compile pyproject.toml --all-extras --universal --generate-hashes --quiet \
+	    --custom-compile-command 'make lock' $(LOCK_ARGS) -o $(LOCK)
+	$(BIN)/python .ci/lock.py stamp
+
+# No network: fails when pyproject.toml's dependencies changed since the lock was compiled.
+lock-check:
+	$(PYTHON) .ci/lock.py check
 
 serve: $(STAMP)
 	$(BIN)/gpucost serve

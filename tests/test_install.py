@@ -1,0 +1,95 @@
+"""The install: requirements.lock (what `make run` and `make test` install, `.ci/lock.py`) agrees with pyproject.toml
+and prefect.yaml; a changed dependency, an unpinned or unhashed requirement makes `make lock-check` fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tasks.settings import PROJECT_ROOT
+
+spec = importlib.util.spec_from_file_location("lock", PROJECT_ROOT / ".ci" / "lock.py")
+assert spec is not None and spec.loader is not None
+lock = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lock)
+
+LOCK_TEXT = lock.LOCK.read_text(encoding="utf-8")
+
+
+def locked_version(name: str, python: str = "3.11") -> str:
+    env = lock.environment(python)
+    (version,) = {str(v) for n, v, marker, _ in lock.pins(LOCK_TEXT) if n == name and (marker is None or
+                                                                                          marker.evaluate(env))}
+    return version
+
+
+def copies(tmp_path: Path) -> tuple[Path, Path]:
+    pyproject, lock_file = tmp_path / "pyproject.toml", tmp_path / "requirements.lock"
+    shutil.copy(lock.PYPROJECT, pyproject)
+    shutil.copy(lock.LOCK, lock_file)
+    return pyproject, lock_file
+
+
+def test_the_committed_lock_matches_pyproject() -> None:
+    lock.check()  # raises LockError with the reason otherwise
+
+
+def test_prefect_yaml_pins_the_locked_prefect() -> None:
+    deployed = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))["prefect-version"]
+    assert str(deployed) == locked_version("prefect")
+
+
+def test_the_lock_names_no_package_index() -> None:
+    # the install takes the index pip is configured with on each machine; the lock only says what to take from it
+    assert not re.search(r"--(extra-)?index-url|--find-links|https?://", LOCK_TEXT)
+
+
+def test_the_lock_serves_every_supported_python() -> None:
+    # numpy 2.5 needs Python >= 3.12: the universal lock pins two versions, each under its own marker
+    for python in lock.PYTHONS:
+        assert locked_version("numpy", python)
+        assert locked_version("prefect", python) == locked_version("prefect")
+
+
+def test_a_dependency_changed_in_pyproject_fails_the_check(tmp_path: Path) -> None:
+    pyproject, lock_file = copies(tmp_path)
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace('"prefect>=3.4,<4"', '"prefect>=3.4,<4", "rich-click>=1"'), encoding="utf-8")
+    with pytest.raises(lock.LockError, match="compiled from other dependencies.*run `make lock`"):
+        lock.check(pyproject, lock_file)
+
+
+def test_a_pin_outside_pyprojects_range_fails_the_check(tmp_path: Path) -> None:
+    pyproject, lock_file = copies(tmp_path)
+    # a hand edit of the lock: polars is declared >=1.30,<3
+    text = re.sub(r"^polars==[^ ]+", "polars==0.20.0", lock_file.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    lock_file.write_text(text, encoding="utf-8")
+    with pytest.raises(lock.LockError, match=r"polars==0.20.0 does not satisfy"):
+        lock.check(pyproject, lock_file)
+
+
+def test_a_requirement_missing_from_the_lock_fails_the_check(tmp_path: Path) -> None:
+    pyproject, lock_file = copies(tmp_path)
+    blocks = re.split(r"\n(?=[A-Za-z0-9])", lock_file.read_text(encoding="utf-8"))
+    lock_file.write_text("\n".join(b for b in blocks if not b.startswith("tenacity==")), encoding="utf-8")
+    with pytest.raises(lock.LockError, match="tenacity.* is not pinned for Python 3.11"):
+        lock.check(pyproject, lock_file)
+
+
+def test_make_lock_check_fails_with_one_line(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".ci").mkdir(parents=True)
+    shutil.copy(PROJECT_ROOT / ".ci" / "lock.py", project / ".ci" / "lock.py")
+    pyproject, _ = copies(project)
+    pyproject.write_text(pyproject.read_text(encoding="utf-8").replace('"httpx>=0.27"', '"httpx>=0.28"'))
+    done = subprocess.run([sys.executable, ".ci/lock.py", "check"], cwd=project, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr == ("error: requirements.lock was compiled from other dependencies than pyproject.toml "
+                           "declares now: run `make lock` and commit both\n")
