@@ -1,7 +1,15 @@
 # Two commands do all the set-up on a fresh machine: `make run` and `make test`.
 # PYTHON=python3.12 make run: another Python (3.11, 3.12, 3.13) in a virtual environment of its own.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# pyenv's shim for an installed Python that is not the selected one fails: ask pyenv which one it means
+PYTHON_BIN := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null || \
+    (PYENV_VERSION=$$(pyenv whence $(PYTHON) 2>/dev/null | tail -n 1) pyenv which $(PYTHON) 2>/dev/null))
+# one virtual environment per Python: .venv for the default, .venv-3.12 for PYTHON=python3.12
+ifeq ($(origin PYTHON),file)
 VENV ?= .venv
+else
+VENV ?= .venv-$(shell $(PYTHON_BIN) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+endif
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The exact versions, with hashes, of every dependency and extra, for every supported Python (`make lock`).
@@ -17,7 +25,7 @@ LOCK_ARGS ?=
 # The locked versions only (pip refuses anything without its hash), then gpucost itself without dependencies;
 # pip check fails when pyproject.toml asks for something the lock lacks. pip's progress on a terminal only.
 $(STAMP): pyproject.toml $(LOCK)
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON_BIN) -m venv $(VENV)
 	@echo "installing the locked dependencies ($(LOCK)) and gpucost into $(VENV)"
 	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) --require-hashes -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
@@ -37,7 +45,7 @@ lint: $(STAMP)
 # Re-compile the lock from pyproject.toml (keeping the locked versions unless LOCK_ARGS says otherwise), with
 # the index and certificate pip is configured with here (PIP_INDEX_URL / PIP_CERT or pip's config files).
 lock:
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON_BIN) -m venv $(VENV)
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet "$$(grep -m1 '^uv==' $(LOCK) | cut -d' ' -f1)"
 	index="$${PIP_INDEX_URL:-$$($(BIN)/python -m pip config get global.index-url 2>/dev/null)}"; \
 	cert="$${PIP_CERT:-$$($(BIN)/python -m pip config get global.cert 2>/dev/null)}"; \
@@ -48,7 +56,7 @@ lock:
 
 # No network: fails when pyproject.toml's dependencies changed since the lock was compiled.
 lock-check:
-	$(PYTHON) .ci/lock.py check
+	$(PYTHON_BIN) .ci/lock.py check
 
 serve: $(STAMP)
 	$(BIN)/gpucost serve
