@@ -596,13 +596,50 @@ def check_config(command: str | None, argv: list[str]) -> None:
             sys.exit(stop.exit_code)
 
 
+def requested_providers(argv: list[str]) -> list[str]:
+    """The providers `gpucost fetch` was given by name (--provider NAME, -p NAME, --provider=NAME)."""
+    names = []
+    for index, arg in enumerate(argv):
+        if arg in ("--provider", "-p") and index + 1 < len(argv):
+            names.append(argv[index + 1])
+        elif arg.startswith("--provider="):
+            names.append(arg.partition("=")[2])
+    return names
+
+
+def check_extras(command: str | None, argv: list[str], configured: bool) -> None:
+    """A feature asked for whose pip extra is not installed (tasks/extras.py): one line naming the extra, exit 2,
+    before anything starts. First what the command line asks for (before any config is read), then, once the
+    config is `configured` (checked), what it asks for."""
+    if command not in CONFIG_COMMANDS or "--help" in argv:
+        return
+    from tasks.extras import MissingExtraError, check_command, require
+    from tasks.preflight import EXIT_CONFIG
+
+    try:
+        if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
+            require("aws", "the aws-spot price fetch")  # in the configured list it is skipped instead
+        if configured:
+            from tasks import config
+            from tasks.settings import Environment
+
+            check_command(command, config.settings().ingest.runner.kind, Environment.current().mlflow_tracking_uri)
+    except MissingExtraError as error:
+        try:
+            fail(str(error), EXIT_CONFIG)
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
+
+
 def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     if not is_worker():  # the supervised worker was checked by its parent
+        check_extras(command, argv, configured=False)
         check_config(command, argv)
+        check_extras(command, argv, configured=True)
     if command in SUPERVISED and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():

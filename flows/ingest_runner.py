@@ -23,6 +23,7 @@ from prefect import task
 from flows.retries import io_task_options
 from tasks import config, progress
 from tasks.config import IngestRunner
+from tasks.extras import require
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
@@ -48,6 +49,7 @@ def task_runner(runner: IngestRunner) -> Any:
 
 def dask_task_runner(runner: IngestRunner) -> Any:
     """A DaskTaskRunner that starts (and on exit stops) a LocalCluster of worker processes on loopback."""
+    require("dask", 'the Dask ingest runner ([ingest.runner] kind = "dask")')
     from prefect_dask import DaskTaskRunner
 
     return DaskTaskRunner(

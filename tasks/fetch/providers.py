@@ -18,6 +18,7 @@ from urllib.parse import urljoin
 
 import httpx
 
+from tasks.extras import hint
 from tasks.fetch.config import FetchConfig
 from tasks.fetch.http import Download, FetchError, Progress, WrongFormat, describe, download, write_atomically
 
@@ -240,7 +241,12 @@ def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
 
 def fetch_aws_spot(ctx: FetchContext, result: ProviderResult) -> None:
     """DescribeSpotPriceHistory through boto3 (its own retries and paging), GPU families only, since the
-    newest price already in the warehouse; skipped when no AWS credentials are configured."""
+    newest price already in the warehouse; skipped when no AWS credentials are configured, or without boto3
+    (the aws extra)."""
+    without_boto3 = hint("aws", "the aws-spot price fetch")
+    if without_boto3:
+        result.skipped = without_boto3
+        return
     import boto3
     from botocore.config import Config
 
