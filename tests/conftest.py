@@ -63,3 +63,77 @@ def night(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> ob
     from tests.cli.night import run_night
 
     return run_night(tmp_path_factory.mktemp("cli-night"))
+
+
+# Test lanes. `make test` runs everything; `make test-fast` (-m "not slow" --forbid-processes) the tests that start no
+# process, server or whole night and run no pipeline step end to end (a training registered in MLflow, a published
+# night). A test is `slow` when it says so (@pytest.mark.slow), is a `flow` test, uses a fixture below, or is named
+# below; in the fast lane a test that starts a process anyway fails, naming the marker.
+SLOW_FIXTURES = {
+    "prefect_harness",  # a Prefect API server
+    "night",  # a whole `gpucost run`
+    "states",  # the reliability suite's nights (tests/reliability/conftest.py)
+    "httpserver",  # the recorded provider responses served on loopback
+    "postgres",  # a PostgreSQL cluster (tests/scale/conftest.py)
+    "mlflow_server",
+    "trained_home",  # a training registered in MLflow (tests/model/conftest.py)
+    "scenario",  # an MLflow store with a logged run per trainer (tests/telemetry/test_mlflow_source.py)
+}
+# node id prefixes: a folder, a module or a test (all its parameters)
+SLOW_TESTS = (
+    "tests/scale/",  # servers: PostgreSQL, MLflow, Prefect, Dask clusters
+    "tests/reliability/",  # the fault-injection suite: nights, and every file damaged every way
+    "tests/model/test_training.py",  # candidate sets trained and registered
+    "tests/model/test_recovery.py",  # trainings killed and resumed
+    "tests/model/test_registry_conventions.py",  # trainings registered in MLflow
+    "tests/ranking/test_publish.py",  # published nights
+    "tests/ranking/test_parquet_export.py",  # published nights
+    "tests/telemetry/test_mlflow_source.py::test_ingested_runs_train_the_model_and_count_in_the_ranking",
+    "tests/ingest/test_validation.py::test_duckdb_and_gx_fail_the_same_price_rows",  # GX over every bundled file
+    "tests/ingest/test_lifecycle.py::test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap",
+    "tests/ingest/test_lifecycle.py::test_the_row_order_is_kept_again_after_a_stored_file",
+    "tests/cli/",  # the command line, as a user runs it
+    "tests/prices/test_cli_and_flow.py",  # the command line and the flow
+    "tests/telemetry/test_mlflow_source.py::test_cli_refuses_an_unknown_mapping_in_one_line",
+    "tests/test_warehouse.py::test_a_second_writer_gets_a_clear_busy_error",  # a second process holds the file
+)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.getoption("--forbid-processes"):
+        # scikit-learn asks joblib for the physical cores once per process, which runs `lscpu`: ask before the tests
+        from joblib import cpu_count
+
+        cpu_count(only_physical_cores=True)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--forbid-processes", action="store_true",
+                     help="fail a test that starts a process (make test-fast: such a test must be marked slow)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if (item.get_closest_marker("flow") or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+                or item.nodeid.startswith(SLOW_TESTS)):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not item.config.getoption("--forbid-processes"):
+        return (yield)
+    import _posixsubprocess
+    import subprocess
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"{item.nodeid} starts a process: mark it @pytest.mark.slow (make test-fast runs "
+                             "only tests that start no process, server or night)")
+
+    with pytest.MonkeyPatch.context() as patch:
+        # subprocess (its own reference and posix_spawn), multiprocessing (fork, or spawn through fork_exec)
+        patch.setattr(subprocess, "_fork_exec", refuse)
+        patch.setattr(_posixsubprocess, "fork_exec", refuse)
+        for name in ("fork", "posix_spawn", "posix_spawnp"):
+            patch.setattr(os, name, refuse)
+        return (yield)

@@ -88,7 +88,7 @@ def test_the_providers_asked_for_by_name() -> None:
     assert requested_providers(["fetch"]) == []
 
 
-@pytest.mark.subprocess
+@pytest.mark.slow
 def test_fetch_aws_spot_without_the_aws_extra_is_one_line_exit_2(tmp_path: Path) -> None:
     done = gpucost_without(["boto3", "botocore"], "fetch", "--provider", "aws-spot", home=tmp_path / "home")
     assert (done.returncode, done.stderr) == (2, f"error: {AWS_LINE}\n")
@@ -100,7 +100,7 @@ def test_fetch_aws_spot_without_the_aws_extra_is_one_line_exit_2(tmp_path: Path)
     assert (done.returncode, done.stderr) == (2, f"error: {AWS_LINE}\n")
 
 
-@pytest.mark.subprocess
+@pytest.mark.slow
 def test_the_dask_runner_without_the_dask_extra_is_one_line_exit_2(tmp_path: Path) -> None:
     done = gpucost_without(["prefect_dask", "distributed"], "ingest", "prices", home=tmp_path / "home",
                            GPUCOST_INGEST_RUNNER="dask")
@@ -108,7 +108,7 @@ def test_the_dask_runner_without_the_dask_extra_is_one_line_exit_2(tmp_path: Pat
     assert not (tmp_path / "home" / "warehouse.duckdb").exists()
 
 
-@pytest.mark.subprocess
+@pytest.mark.slow
 def test_an_mlflow_store_on_postgres_without_the_postgres_extra_is_one_line_exit_2(tmp_path: Path) -> None:
     done = gpucost_without(["psycopg"], "train", home=tmp_path / "home",
                            MLFLOW_TRACKING_URI="postgresql+psycopg://mlflow@127.0.0.1:9/mlflow")

@@ -83,6 +83,7 @@ def test_a_requirement_missing_from_the_lock_fails_the_check(tmp_path: Path) -> 
         lock.check(pyproject, lock_file)
 
 
+@pytest.mark.slow
 def test_make_lock_check_fails_with_one_line(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".ci").mkdir(parents=True)
@@ -93,3 +94,27 @@ def test_make_lock_check_fails_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr == ("error: requirements.lock was compiled from other dependencies than pyproject.toml "
                            "declares now: run `make lock` and commit both\n")
+
+
+def test_a_warning_from_our_code_fails_the_test_and_a_librarys_own_is_shown() -> None:
+    import warnings
+
+    # pyproject.toml's filterwarnings: raised here, in module tests.test_install, the warning is an error
+    with pytest.raises(DeprecationWarning, match="a call of ours"):
+        warnings.warn("a call of ours uses a deprecated API", DeprecationWarning, stacklevel=1)
+    # attributed to a library's own module it is only recorded (and listed in pytest's summary)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.warn_explicit("a library deprecates its own API", DeprecationWarning, "lib.py", 1, module="lib")
+    assert [str(w.message) for w in shown] == ["a library deprecates its own API"]
+
+
+def test_the_fast_lane_refuses_a_process_when_asked(pytestconfig: pytest.Config) -> None:
+    # make test-fast passes --forbid-processes: this test, not marked slow, may not start one
+    if not pytestconfig.getoption("--forbid-processes"):
+        pytest.skip("make test-fast's guard is off in this run")
+    with pytest.raises(AssertionError, match="starts a process: mark it @pytest.mark.slow"):
+        subprocess.run(["true"], check=False)
+    import multiprocessing
+
+    with pytest.raises(AssertionError, match="starts a process"):
+        multiprocessing.get_context("spawn").Process(target=print).start()
