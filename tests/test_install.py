@@ -118,3 +118,15 @@ def test_the_fast_lane_refuses_a_process_when_asked(pytestconfig: pytest.Config)
 
     with pytest.raises(AssertionError, match="starts a process"):
         multiprocessing.get_context("spawn").Process(target=print).start()
+
+
+def test_every_slow_entry_names_a_test_that_exists() -> None:
+    from tests.conftest import SLOW_TESTS
+
+    # a renamed test would silently leave the slow lane for make test-fast
+    for entry in SLOW_TESTS:
+        path, _, test = entry.partition("::")
+        assert (PROJECT_ROOT / path).exists(), entry
+        if test:
+            assert re.search(rf"^def {re.escape(test)}\(", (PROJECT_ROOT / path).read_text(encoding="utf-8"),
+                             re.MULTILINE), entry
