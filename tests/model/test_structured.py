@@ -106,7 +106,9 @@ def test_extrapolation_flags() -> None:
     ])
     flags = coverage.flags(frame, np.array([True, False]))
     assert flags[0] == ""
-    assert flags[1] == "unseen_gpu,unseen_precision_family,unseen_framework,beyond_largest_cluster,moe_little_data"
+    # every MoE row also carries "moe" (its own interval quantile and widening)
+    assert flags[1] == ("unseen_gpu,unseen_precision_family,unseen_framework,beyond_largest_cluster,moe_little_data,"
+                        "moe")
     assert math.isinf(TrainingCoverage().max_num_gpus)
 
 
@@ -174,6 +176,6 @@ def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
                          dict(row, params_b=109.0, active_params_b=17.0)])
     # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30)
     assert extrapolation_flagger({"min_moe_rows": 30})(train, test) == [
-        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data"]
+        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data,moe"]
     # a configuration = source x model size (rounded to 0.1 B)
     assert configuration_groups(test).tolist() == ["pytorch/torchtitan|8.0"] * 2 + ["pytorch/torchtitan|109.0"]
