@@ -25,8 +25,9 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   layer per token, against HBM bandwidth: a low-precision recipe speeds up only the GEMMs.
 - t_overhead: `layer_overhead_us` per layer per micro-step, spread over the micro-batch's tokens (x tp x cp).
 - t_optimizer: `optimizer_bytes_per_param` x parameters held per GPU, once per step, over HBM bandwidth.
-- t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, over the scale-up link when the
-  TP group fits the scale-up domain, else over the network.
+- t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, plus (MoE with expert tensor
+  parallelism) an all-gather and a reduce-scatter of the routed copies forward and backward, 4 x top_k x d_model x
+  2 bytes x (etp-1) per MoE layer; over the scale-up link when the group fits the domain, else the network.
 - t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x 2 bytes x (2 for a
   gradient all-reduce or the distributed optimizer's reduce-scatter + all-gather, once per step; 3 per
   micro-step for FSDP: gather forward, gather backward, reduce-scatter), ring (n-1)/n. Dense weights over the
@@ -434,7 +435,10 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
 
     network = scale_out * cfg.scale_out_efficiency
     # tensor parallel: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, x t GPUs per token
-    tp_s = collective_seconds(16.0 * layers * width * (tp - 1.0), tp, np.ones_like(tp), domain, scale_up, network)
+    # + expert tensor parallelism: the routed copies are all-gathered before the experts and reduce-scattered
+    # after them, forward and backward: 4 x top_k x d_model x 2 bytes x (etp-1) per MoE layer per token
+    tp_bytes = 16.0 * layers * width * (tp - 1.0) + np.where(moe, 8.0 * top_k * width * moe_layers * (etp - 1.0), 0.0)
+    tp_s = collective_seconds(tp_bytes, np.maximum(tp, etp), np.ones_like(tp), domain, scale_up, network)
     # data parallel: weights per GPU x 2 bytes x (2 per step | FSDP: 3 per micro-step), ring (n-1)/n; dense
     # weights over all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp)
     weight_dp = np.maximum(gpus / (tp * pp), 1.0)
