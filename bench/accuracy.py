@@ -151,6 +151,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{conformal.calibration_rows} held-out residuals)\n")
         print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
               f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
+        if getattr(conformal, "moe_quantile", None) is not None:
+            moe_half = conformal.half_width(["moe"])[0]
+            print(f"an MoE run inside the training data: x/÷ {math.exp(moe_half):.3f} (its own q "
+                  f"{conformal.moe_quantile:.3f}, calibrated on the MoE runs' held-out residuals alone)\n")
         print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
         for flag, factor in conformal.widening().items():
             print(f"| {flag} | {factor:.3f} |")

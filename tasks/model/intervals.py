@@ -119,10 +119,9 @@ class NormalisedConformal:
         scale = np.exp(solution[0] + matrix @ widening)
         scores = np.abs(r) / scale
         moe = matrix[:, FLAG_KINDS.index("moe")] > 0
-        # MoE rows get their own quantile once there are enough of them (group-conditional coverage)
-        own = moe.sum() >= min_flag_rows and (~moe).any()
-        moe_quantile = _conformal_quantile(scores[moe], level) if own else None
-        quantile = _conformal_quantile(scores[~moe] if own else scores, level)
+        # MoE rows get their own quantile once there are enough of them; the others keep the pooled one
+        moe_quantile = _conformal_quantile(scores[moe], level) if moe.sum() >= min_flag_rows else None
+        quantile = _conformal_quantile(scores, level)
         return cls(level=level, log_scale=float(solution[0]), log_widening=tuple(float(b) for b in widening),
                    quantile=quantile, calibration_rows=n, moe_quantile=moe_quantile)
 

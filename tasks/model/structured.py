@@ -143,8 +143,9 @@ def parse_parallelism(text: str | None) -> Layout:
                   or _first_int(r"micro_num\s*(\d+)", t))
     vp_text = _first_int(r"(?<![A-Za-z])VP\s*[= ]\s*(\d+)", t)
     etp_text = _first_int(r"(?<![A-Za-z])ETP\s*[= ]\s*(\d+)", t)
-    fsdp = bool(re.search(r"FSDP|FULL_SHARD|ZeRO-3", t, flags=re.IGNORECASE)) and not re.search(
-        r"FSDP\s+0\b", t)
+    # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
+    fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
+                          flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
     return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
                   vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 

@@ -200,9 +200,12 @@ def test_moe_rows_get_their_own_interval_quantile() -> None:
     # scale: exp(mean log |r|): dense 0.1, MoE sqrt(0.3 x 0.6) = 0.42426 (widening 4.2426)
     assert conformal.widening()["moe"] == pytest.approx(4.2426, rel=1e-4)
     # scores |r| / scale: dense 30 x 1.0; MoE 10 x 0.7071 and 10 x 1.4142. MoE quantile: the ceil(21 x 0.8) = 17th
-    # smallest of the 20 MoE scores = 1.4142; dense: the 25th of 31 -> 1.0 (one pooled quantile over all 50 would
-    # be the 41st smallest = 1.4142 for dense rows too)
+    # smallest of the 20 MoE scores = 1.4142; the pooled one (every other row): the 41st smallest of all 50 = 1.4142
     assert conformal.moe_quantile == pytest.approx(1.41421, rel=1e-5)
-    assert conformal.quantile == pytest.approx(1.0)
-    # half-widths: dense 1.0 x 0.1 = 0.1; MoE 1.4142 x 0.42426 = 0.6 (every MoE residual inside)
-    assert conformal.half_width(["", "moe"]) == pytest.approx([0.1, 0.6], rel=1e-5)
+    assert conformal.quantile == pytest.approx(1.41421, rel=1e-5)
+    # half-widths: dense 1.4142 x 0.1 = 0.14142; MoE 1.4142 x 0.42426 = 0.6 (every MoE residual inside)
+    assert conformal.half_width(["", "moe"]) == pytest.approx([0.141421, 0.6], rel=1e-5)
+    # with only 10 MoE residuals (fewer than min_flag_rows) there is no MoE quantile: the pooled one applies
+    few = NormalisedConformal.calibrate(residuals[:40], flags[:40], 0.8, min_flag_rows=20, default_widening=1.5,
+                                        residual_floor=0.01)
+    assert few.moe_quantile is None

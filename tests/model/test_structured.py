@@ -64,6 +64,10 @@ def test_layouts_are_read_from_free_text() -> None:
     assert (lay.tp, lay.fsdp) == (8, True)
     assert parse_parallelism("FSDP FULL_SHARD; grad_accum 4").grad_accum == 4
     assert parse_parallelism(None).tp == 1
+    # sharded data parallelism under its other names; expert tensor parallelism (absent: 0 = same as TP)
+    assert all(parse_parallelism(t).fsdp for t in ("HSDP 8x4", "HYBRID_SHARD", "DeepSpeed ZeRO-3", "zero3"))
+    assert not parse_parallelism("ZeRO-1 shard group 8").fsdp
+    assert (parse_parallelism("TP 4 PP 1 CP 1 EP 8 ETP 4").etp, parse_parallelism("TP 4 EP 8").etp) == (4, 0)
 
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
