@@ -53,11 +53,15 @@ def check_readable(paths: list[Path] | None) -> None:
     """A missing or unreadable input is said as such, before any flow (or Prefect server) starts (exit 2)."""
     import os
 
+    from tasks.ingest.registry import irregular_file
+
     for path in paths or []:
         if not path.exists():
             fail(f"{path}: no such file or directory", 2)
         if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
             fail(f"{path}: permission denied (not readable)", 2)
+        if not path.is_dir() and (irregular := irregular_file(path)) is not None:
+            fail(irregular, 2)  # a FIFO or a device would be read forever
 
 
 def _print_totals(outcomes: list) -> None:

@@ -113,6 +113,7 @@ def check_workloads() -> None:
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
+    from tasks.ingest.registry import IngestAborted
     from tasks.ranking.rank import NoOffersError
     from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
@@ -127,6 +128,8 @@ def guarded(fail: object) -> Iterator[None]:
         fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
     except NoOffersError as error:
         fail(str(error), 1)  # type: ignore[operator]
+    except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
+        fail(str(error), EXIT_DISK_FULL)  # type: ignore[operator]
     except Exception as error:
         file = disk_full_file(error)
         if file is None:
