@@ -216,7 +216,21 @@ Family = Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
 
 
 class TelemetryValidation(Strict):
+    """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
+
+    min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
     max_implied_peak_ratio: Positive = 1.0
+    max_num_gpus: Count = 250_000
+    max_params_b: Positive = 100_000.0
+    max_seq_len: Count = 100_000_000
+    max_micro_batch: Count = 100_000
+    max_future_hours: NonNegative = 24.0
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> TelemetryValidation:
+        if self.min_implied_peak_ratio >= self.max_implied_peak_ratio:
+            raise ValueError("min_implied_peak_ratio must be below max_implied_peak_ratio")
+        return self
 
 
 class Telemetry(Strict):

@@ -69,8 +69,14 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
 
 
 def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
-    if store == "published":
+    from tasks.publishing.ownership import written_by_us
+    from tasks.settings import paths
+
+    if store == "published" and written_by_us(paths().home, path):
         step = "run `gpucost publish` to rebuild it from the warehouse"
+    elif store == "published":  # publish replaces only what gpucost made (tasks/publishing/ownership.py)
+        step = ("it is not a file gpucost published, so `gpucost publish` will not replace it: move it aside or "
+                "point GPUCOST_PUBLISHED at another file")
     else:
         step = ("restore it from a backup, or move it aside and rebuild it from your price and telemetry files "
                 "(`gpucost run` reads every file of config/sources.toml again)")

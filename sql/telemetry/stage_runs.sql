@@ -41,10 +41,9 @@ final as (
         active_params_b / params_b                              as active_params_share,
         -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible
         parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
-            / (peak_tflops * 1e12)                              as implied_peak_ratio
+            / (peak_tflops * 1e12)                              as implied_peak_ratio,
+        epoch(recorded_at - $ingested_at::timestamptz) / 3600.0 as recorded_hours_ahead  -- hours after the ingest
     from peaks
 )
 
-select * from final;
-
-drop view staging_normalised_runs;
+select * from final

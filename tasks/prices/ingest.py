@@ -26,6 +26,7 @@ OVERRIDES_FILE = "gpu_instance_overrides.csv"
 
 # A price file to read is a FileSource with its provider and format (adapter) set.
 PriceSource = FileSource
+IDENTICAL_DUPLICATE = "identical duplicate of an earlier row of this file (one observation kept)"
 
 
 def read_overrides(reference_dir: Path | None = None) -> pl.DataFrame:
@@ -80,8 +81,11 @@ class PriceDataset(Dataset):
         execute(con, "prices/file_records_view")
         stage_records(con, self.aliases, self.overrides, file)
         rows_read = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
-        return Staged(rows_read=rows_read, skipped_by_reason=dict(result.skipped_by_reason),
-                      notes=list(result.notes))
+        skipped = dict(result.skipped_by_reason)
+        duplicates = collapse_duplicates(con)
+        if duplicates:
+            skipped[IDENTICAL_DUPLICATE] = duplicates
+        return Staged(rows_read=rows_read, skipped_by_reason=skipped, notes=list(result.notes))
 
     def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:
         """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql), and how
@@ -111,6 +115,14 @@ class PriceDataset(Dataset):
         execute(con, "prices/insert_observations")
         execute(con, "prices/insert_storage_prices")
         return []
+
+
+def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
+    """Drop the staged rows identical to an earlier row of the file (sql/prices/collapse_duplicates.sql); returns
+    how many were dropped."""
+    before = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    execute(con, "prices/collapse_duplicates")
+    return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
 
 
 def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:

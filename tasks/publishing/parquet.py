@@ -68,9 +68,14 @@ def _replace_atomically(root: Path, name: str, write: Any) -> None:
 
 
 def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int) -> ParquetSnapshot:
-    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it."""
+    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it. `root`
+    must be absent, empty or ours (tasks/publishing/ownership.py: ForeignTargetError otherwise, nothing written)."""
+    from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
+
+    check_parquet_target(root)
     snapshots = root / SNAPSHOTS
     snapshots.mkdir(parents=True, exist_ok=True)
+    mark_parquet_root(root)
     name = snapshot_name(published_at)
     if (snapshots / name).exists():  # published twice within a second: keep both, the newer one suffixed
         name = f"{name}-{os.getpid()}"

@@ -124,7 +124,8 @@ class TelemetryDataset(Dataset):
                     raise
                 raise FileError(f"cannot normalise: {describe_error(error)}") from error
             execute(con, "telemetry/duplicate_runs")
-            execute(con, "telemetry/stage_runs")
+            execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
+            execute(con, "telemetry/drop_normalised_runs")
         identical = query(con, "telemetry/count_identical_duplicates").fetchall()[0][0]
         execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
