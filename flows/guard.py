@@ -124,7 +124,7 @@ def check_workloads() -> None:
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
-    from tasks.ingest.registry import IngestAborted
+    from tasks.ingest.registry import IngestAborted, find_aborted
     from tasks.publishing.ownership import ForeignTargetError
     from tasks.ranking.rank import NoOffersError
     from tasks.settings import ConfigError
@@ -145,6 +145,9 @@ def guarded(fail: object) -> Iterator[None]:
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
         fail(str(error), EXIT_DISK_FULL)  # type: ignore[operator]
     except Exception as error:
+        stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
+        if stopped is not None:
+            fail(str(stopped), EXIT_DISK_FULL)  # type: ignore[operator]
         file = disk_full_file(error)
         if file is None:
             raise

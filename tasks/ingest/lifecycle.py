@@ -188,26 +188,29 @@ def ingest_unit(
     """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
     `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
     has checked the registry."""
-    with ingest_limits(con):
-        con.execute("begin transaction")
-        try:
+    try:
+        with ingest_limits(con):
+            con.execute("begin transaction")
             try:
-                staged = dataset.read_and_stage(con, file)
-            except Exception as error:  # noqa: BLE001 - any read failure quarantines the file, the night goes on
-                raise_unless_content(error, file.source.path)
-                con.execute("rollback")
-                return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
-                                              file.ingested_at, size_bytes)
-            dataset.stage_against_warehouse(con, file)
-            check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
-            _finish(con, dataset, file, outcome, staged, size_bytes)
-            con.execute("commit")
-        except BaseException as error:
-            _rollback(con)
-            failure = None if isinstance(error, IngestAborted) else machine_failure(error)
-            if failure is not None:
-                raise aborted(file.source.path, failure) from error
-            raise
+                try:
+                    staged = dataset.read_and_stage(con, file)
+                except Exception as error:  # noqa: BLE001 - a read failure quarantines the file, the night goes on
+                    raise_unless_content(error, file.source.path)
+                    con.execute("rollback")
+                    return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
+                                                  file.ingested_at, size_bytes)
+                dataset.stage_against_warehouse(con, file)
+                check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
+                _finish(con, dataset, file, outcome, staged, size_bytes)
+                con.execute("commit")
+            except BaseException:
+                _rollback(con)
+                raise
+    except BaseException as error:  # the limits restored or not (a full disk may fail that too)
+        failure = None if isinstance(error, IngestAborted) else machine_failure(error)
+        if failure is not None:
+            raise aborted(file.source.path, failure) from error
+        raise
     return outcome
 
 

@@ -40,6 +40,8 @@ def machine_failure(error: BaseException) -> str | None:
     (see NO_ROOM_ERRNOS, MemoryError, DuckDB's out-of-memory and I/O errors); None otherwise."""
     import duckdb
 
+    from tasks.preflight import disk_full_file
+
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
@@ -47,12 +49,25 @@ def machine_failure(error: BaseException) -> str | None:
         text = " ".join(str(current).split())[:300]
         if isinstance(current, IngestAborted):
             return str(current)
-        if isinstance(current, OSError) and current.errno in NO_ROOM_ERRNOS:
+        # DuckDB says a full disk in the text of whichever error it raises (a failed commit: TransactionException)
+        if (isinstance(current, OSError) and current.errno in NO_ROOM_ERRNOS) or disk_full_file(current) is not None:
             return f"no space left on device ({text})"
-        if isinstance(current, MemoryError | duckdb.OutOfMemoryException):
+        if isinstance(current, MemoryError | duckdb.OutOfMemoryException) or "Out of Memory Error" in text:
             return f"out of memory ({type(current).__name__}: {text})"
         if isinstance(current, duckdb.IOException):
             return f"storage error ({type(current).__name__}: {text})"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def find_aborted(error: BaseException) -> IngestAborted | None:
+    """The IngestAborted `error` is or wraps (e.g. closing the warehouse on a full disk failed after it)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, IngestAborted):
+            return current
+        seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
 
