@@ -147,6 +147,15 @@ class SignalSettings(Strict):
     stop_grace_seconds: NonNegative = 5
 
 
+class SqlSettings(Strict):
+    """config/settings.toml [sql]: the bounds of `gpucost sql` (0 lifts the timeout and the row limit)."""
+
+    timeout_seconds: NonNegative = 60.0
+    memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = "1GB"
+    max_rows: Annotated[int, Field(ge=0)] = 1000
+    max_cell_chars: Count = 10_000
+
+
 class Settings(Strict):
     """config/settings.toml."""
 
@@ -157,6 +166,7 @@ class Settings(Strict):
     serve: ServeSettings = ServeSettings()
     preflight: PreflightSettings = PreflightSettings()
     signals: SignalSettings = SignalSettings()
+    sql: SqlSettings = SqlSettings()
 
 
 # -------------------------------------------------------------------------------------------- sources.toml
