@@ -390,6 +390,7 @@ def offers(
 
     if as_csv and as_json:
         fail("give --csv or --json, not both", 2)
+    require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
                          max_hours=max_hours, max_usd=max_usd, limit=limit, sort_by=sort.value)
@@ -416,6 +417,15 @@ def offers(
         err.print("no ranked offer matches these filters", highlight=False)
         raise typer.Exit(1)
     _print_offers(found, sort.value)
+
+
+def require_positive(options: dict[str, float | None]) -> None:
+    """Each option given is a finite number above 0 (`nan`, `inf` and 0 would filter silently): else exit 2."""
+    import math
+
+    for name, value in options.items():
+        if value is not None and not (math.isfinite(value) and value > 0):
+            fail(f"{name} {value}: give a number above 0", 2)
 
 
 def _narrow_console() -> Console:
@@ -640,14 +650,18 @@ CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predi
 def check_config(command: str | None, argv: list[str]) -> None:
     """A wrong config file or environment override is one line naming the file (or variable) and the key,
     exit 2, before any flow, Prefect server or supervisor starts."""
-    if command not in CONFIG_COMMANDS or "--help" in argv:
+    if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
         return
     from tasks.config import check_all
-    from tasks.preflight import EXIT_CONFIG
+    from tasks.preflight import EXIT_CONFIG, environment_problem
     from tasks.settings import ConfigError
 
     try:
-        check_all()
+        problem = environment_problem()  # the overrides first: a config folder that is not there, a read-only home
+        if problem is not None:
+            raise ConfigError(problem)
+        if command in CONFIG_COMMANDS:
+            check_all()
     except ConfigError as error:
         try:
             fail(str(error), EXIT_CONFIG)
