@@ -231,6 +231,7 @@ class TelemetryValidation(Strict):
     min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
     max_implied_peak_ratio: Positive = 1.0
     max_num_gpus: Count = 250_000
+    min_params_b: Positive = 0.01
     max_params_b: Positive = 100_000.0
     max_seq_len: Count = 100_000_000
     max_micro_batch: Count = 100_000
