@@ -234,7 +234,13 @@ def _file_problem(variable: str, file: Path) -> str | None:
     """A database file an override names: not a folder, and its folder usable for writing."""
     if file.is_dir():
         return f"{variable}={file}: a folder, not a file"
-    return _folder_problem(variable, file.parent, must_write=True)
+    folder = file.parent
+    if folder.exists() and not folder.is_dir():
+        return f"{variable}={file}: {folder} is not a folder"
+    problem = _folder_problem(variable, folder, must_write=True)
+    return None if problem is None else problem.replace(f"{variable}={folder}: the folder", f"{variable}={file}: "
+                                                        f"its folder {folder}").replace(
+        f"{variable}={folder}:", f"{variable}={file}:")
 
 
 def _url_problem(variable: str, url: str) -> str | None:

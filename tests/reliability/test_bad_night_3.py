@@ -6,10 +6,16 @@ nothing else changed (checksums of the warehouse's tables and of the published f
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import threading
+import time
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import duckdb
@@ -74,12 +80,15 @@ def test_implausible_new_offers_future_prices_duplicates_and_a_fifo_never_reach_
                        [["2099-01-01T00:00:00", "p5.48xlarge", "98.32"]])
     correction = write_csv(data / "correction.csv", ["timestamp", "instance", "price_usd"],
                            [[today, "p5.48xlarge", "98.00"]])
+    comma = write_csv(data / "comma.csv", SKYPILOT_HEADER.split(","), [
+        ["g5.xlarge", "A10G", "1.0", "4.0", "16.0", "", "3,67", "1.2", "us-east-1", "us-east-1a", "x86_64"]])
     fifo = data / "prices.fifo"
     os.mkfifo(fifo)
     history = 'provider = "aws"\nformat = "price-history"\noptions = { region = "us-east-1" }\n'
     env = config_with_prices(work_home, tmp_path, [
         f'[[prices]]\npath = "{new_offers}"\nprovider = "aws"\nformat = "skypilot"\n',
         f'[[prices]]\npath = "{future}"\n{history}', f'[[prices]]\npath = "{correction}"\n{history}',
+        f'[[prices]]\npath = "{comma}"\nprovider = "aws"\nformat = "skypilot"\n',
         f'[[prices]]\npath = "{fifo}"\nprovider = "aws"\nformat = "skypilot"\n'])
     stored_before = rows(home, "select count(*) from core.price_observations")[0][0]
 
@@ -107,12 +116,16 @@ def test_implausible_new_offers_future_prices_duplicates_and_a_fifo_never_reach_
         "[validation.prices])"), future_rows
     assert rows(home, "select usd_per_hour from core.prices_current where instance_type = 'p5.48xlarge' "
                       "and region = 'us-east-1' and pricing = 'on_demand'") == [(98.0,)]
+    # "3,67": quarantined saying why (its spot price, 1.2, is stored)
+    assert rows(home, "select failed_check from quarantine.rejected_rows where source_file = $f", {"f": str(comma)}) \
+        == [("price 3,67 has a comma: a decimal comma or a thousands separator, which cannot be told apart; write "
+             "the price with a point and no separator (e.g. 3.67)",)]
     # the FIFO: never read, quarantined for tonight, not registered (read again next run)
     assert rows(home, "select count(*) from raw.ingested_files where source_file = $f", {"f": str(fifo)}) == [(0,)]
     assert "a FIFO (named pipe), not a regular file" in rows(
         home, "select error from quarantine.rejected_files where source_file = $f", {"f": str(fifo)})[0][0]
-    # nothing else reached core: exactly the 2 plausible rows and the correction
-    assert rows(home, "select count(*) from core.price_observations")[0][0] == stored_before + 3
+    # nothing else reached core: exactly the 2 plausible rows, the correction and the spot price of comma.csv
+    assert rows(home, "select count(*) from core.price_observations")[0][0] == stored_before + 4
     with duckdb.connect(str(home / "warehouse.duckdb"), read_only=True) as con:
         assert whole_file_violations(con) == []
 
@@ -246,3 +259,197 @@ def test_publish_never_replaces_a_file_or_folder_gpucost_did_not_make(work_home:
     assert returncode == 5
     assert_one_line(stderr, str(text), "not a file gpucost published", "will not replace it")
     assert digest(home / "published.duckdb") == published_before
+
+
+# ------------------------------------------------------------------------------------------ bounded `gpucost sql`
+
+def test_sql_is_bounded_in_time_rows_and_cells_and_ctrl_c_is_one_line(work_home: States) -> None:
+    home = work_home.restore("base")
+    before = digest(home / "published.duckdb")
+    # a query that would run for hours: stopped by the watchdog at 1 s
+    returncode, stderr = gpucost(work_home, "sql", "select sum(hash(a)) from range(100000000000) t(a)",
+                                 "--timeout", "1", timeout=60)
+    assert returncode == 1
+    assert_one_line(stderr, "query stopped after 1 s", "timeout_seconds", "--timeout 0")
+    # 5,000 rows: the table view shows the configured 1,000 and says so; --csv streams all 5,000 (+ the header)
+    returncode, _ = gpucost(work_home, "sql", "select * from range(5000)", timeout=60)
+    from tests.reliability.test_bad_night import last_stdout
+    assert returncode == 0
+    assert "1000 row(s) shown; the result has more (--max-rows 0 shows every row, --csv streams them)" in \
+        " ".join(last_stdout[0].split())
+    returncode, _ = gpucost(work_home, "sql", "select * from range(5000)", "--csv", timeout=60)
+    assert returncode == 0 and len(last_stdout[0].splitlines()) == 5001
+    # a 20,000-character cell: cut at 10,000 with a mark saying 10,000 more, and a note; control and
+    # bidirectional characters shown escaped, not written raw
+    returncode, _ = gpucost(work_home, "sql", "select repeat('x', 20000) as big, 'gpu' || chr(8238) || 'evil' || "
+                            "chr(10) || 'error: fake' as odd", timeout=60)
+    shown = last_stdout[0]
+    assert returncode == 0 and "… [cut: 10,000 more characters]" in shown
+    assert "1 cell(s) longer than 10,000 characters cut" in " ".join(shown.split())
+    assert "\u202e" not in shown and "gpu\\u202eevil\\nerror: fake" in shown
+    # DuckDB's memory cap is the configured one (1GB = 953.6 MiB) or the flag's (512MB = 488.2 MiB)
+    for flags, expected in (((), "953.6 MiB"), (("--memory-limit", "512MB"), "488.2 MiB")):
+        returncode, _ = gpucost(work_home, "sql", "select current_setting('memory_limit')", "--csv", *flags)
+        assert returncode == 0 and last_stdout[0].splitlines()[1] == expected
+    # Ctrl-C during a long query: exit 130, one line
+    env = {**os.environ, "GPUCOST_HOME": str(home), "GPUCOST_CONFIG_DIR": str(work_home.config)}
+    child = subprocess.Popen([str(Path(sys.executable).with_name("gpucost")), "sql",
+                              "select sum(hash(a)) from range(100000000000) t(a)", "--timeout", "0"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    child.send_signal(signal.SIGINT)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130, stderr[-3000:]
+    assert_one_line(stderr, "interrupted", "Ctrl-C")
+    assert digest(home / "published.duckdb") == before
+
+
+# ----------------------------------------------------------------------- environment, display, predict, offers
+
+BAD_ENVIRONMENT = [  # (variable, value, fragment of the one line); {tmp} is the test's folder
+    ("GPUCOST_HOME", "{tmp}/a-file", "GPUCOST_HOME={tmp}/a-file: not a folder"),
+    ("GPUCOST_HOME", "{tmp}/read-only/home", "GPUCOST_HOME={tmp}/read-only/home: its parent {tmp}/read-only is "
+                                             "read-only"),
+    ("GPUCOST_CONFIG_DIR", "{tmp}/nowhere", "GPUCOST_CONFIG_DIR={tmp}/nowhere: no such folder"),
+    ("GPUCOST_WAREHOUSE", "{tmp}", "GPUCOST_WAREHOUSE={tmp}: a folder, not a file"),
+    ("GPUCOST_PUBLISHED", "{tmp}/a-file/published.duckdb", "GPUCOST_PUBLISHED={tmp}/a-file/published.duckdb: "
+                                                          "{tmp}/a-file is not a folder"),
+    ("GPUCOST_PARQUET_DIR", "{tmp}/a-file", "GPUCOST_PARQUET_DIR={tmp}/a-file: not a folder"),
+    ("GPUCOST_FETCH_AZURE_URL", "ftp:/nowhere", "GPUCOST_FETCH_AZURE_URL='ftp:/nowhere': give an http:// or "
+                                                "https:// URL with a host"),
+    ("GPUCOST_NIGHTLY_CRON", "61 * * * *", "GPUCOST_NIGHTLY_CRON='61 * * * *': not a cron expression"),
+    ("GPUCOST_NIGHTLY_TIMEZONE", "Mars/Olympus", "GPUCOST_NIGHTLY_TIMEZONE='Mars/Olympus': not a time zone name"),
+]
+
+
+def read_only_folder(at: Path) -> bool:
+    """A read-only bind of an empty folder (root ignores file modes; a read-only mount it cannot write)."""
+    at.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(at)], capture_output=True)
+    return done.returncode == 0
+
+
+def test_every_bad_environment_override_is_one_line_naming_the_variable_before_anything_starts(
+        work_home: States, tmp_path: Path) -> None:
+    home = work_home.restore("base")
+    (tmp_path / "a-file").write_text("not a folder\n")
+    mounted = read_only_folder(tmp_path / "read-only")
+    before = warehouse_checksums(home / "warehouse.duckdb"), digest(home / "published.duckdb")
+    try:
+        for variable, value, fragment in BAD_ENVIRONMENT:
+            if "read-only" in value and not mounted:
+                continue
+            returncode, stderr = gpucost(work_home, "publish", env={variable: value.format(tmp=tmp_path)}, timeout=60)
+            assert returncode == 2, (variable, stderr[-3000:])
+            assert_one_line(stderr, fragment.format(tmp=tmp_path))
+            assert "Starting temporary server" not in stderr and "Flow run" not in stderr
+    finally:
+        if mounted:
+            subprocess.run(["umount", str(tmp_path / "read-only")], check=False)
+    assert (warehouse_checksums(home / "warehouse.duckdb"), digest(home / "published.duckdb")) == before
+
+
+def test_paths_and_values_are_printed_on_one_line_and_bad_numbers_are_refused(work_home: States,
+                                                                              tmp_path: Path) -> None:
+    work_home.restore("base")
+    # a newline in a path: one line, the newline shown as \n (no second, fake `error:` line)
+    returncode, stderr = gpucost(work_home, "ingest", "prices", "--provider", "aws", "--format", "skypilot",
+                                 str(tmp_path / "x\nerror: all good"), timeout=60)
+    assert returncode == 2
+    assert_one_line(stderr, "x\\nerror: all good: no such file or directory")
+    # a 300-character file name: one line
+    returncode, stderr = gpucost(work_home, "predict", str(tmp_path / ("a" * 300 + ".csv")), "-o",
+                                 str(tmp_path / "out.csv"), timeout=60)
+    assert returncode == 2
+    assert_one_line(stderr, "File name too long")
+    for value in ("nan", "inf", "0", "-5"):
+        returncode, stderr = gpucost(work_home, "offers", "--max-hours", value, timeout=60)
+        assert returncode == 2, stderr
+        assert_one_line(stderr, f"--max-hours {float(value)}: give a number above 0")
+
+
+def test_predict_refuses_a_header_only_input_and_leaves_rows_outside_the_bounds_unscored(
+        work_home: States, tmp_path: Path) -> None:
+    work_home.restore("base")
+    sample = pl.read_csv(TELEMETRY, infer_schema=False).head(4).drop("tokens_per_sec_per_gpu")
+    header_only = tmp_path / "header.csv"
+    sample.head(0).write_csv(header_only)
+    returncode, stderr = gpucost(work_home, "predict", str(header_only), "-o", str(tmp_path / "o.csv"), timeout=120)
+    assert returncode == 1
+    assert_one_line(stderr, "header.csv: no rows to predict (a header only)")
+    absurd = sample.with_columns(pl.Series("num_gpus", ["1000000000", "8", "8", "8"]),
+                                 pl.Series("params_b", ["7", "1e-300", "7", "7"]),
+                                 pl.Series("micro_batch", ["2", "2", "-4", "2"]))
+    rows_in, rows_out = tmp_path / "absurd.csv", tmp_path / "predicted.csv"
+    absurd.write_csv(rows_in)
+    returncode, stderr = gpucost(work_home, "predict", str(rows_in), "-o", str(rows_out), timeout=120)
+    assert returncode == 0, stderr[-3000:]
+    assert "RuntimeWarning" not in stderr  # the absurd rows never reach the model's arithmetic
+    result = pl.read_csv(rows_out).select("predicted_tokens_per_sec_per_gpu", "unscored_reason").rows()
+    assert [r[1] for r in result[:3]] == [
+        "num_gpus 1000000000 outside 1..250000 (config/telemetry.toml [validation])",
+        "params_b 1e-300 outside 0.01..100000 (config/telemetry.toml [validation])",
+        "micro_batch -4 outside 1..100000 (config/telemetry.toml [validation])"]
+    assert all(r[0] is None for r in result[:3]) and result[3][0] > 0 and result[3][1] is None
+
+
+# ---------------------------------------------------------------------------------------- bounded `gpucost fetch`
+
+class HostileServer(ThreadingHTTPServer):
+    """127.0.0.1: /trickle sends a CSV header, then a byte every 0.2 s for ever; /bomb sends 64 KB of gzip that
+    expands to 64 MB."""
+
+    daemon_threads = True
+    bomb = gzip.compress(b"InstanceType,Price\n" + b"0" * 64_000_000, compresslevel=9)
+
+
+class HostileHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server name
+        if "/trickle/" in self.path:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            self.end_headers()
+            try:
+                self.wfile.write(b"InstanceType,Price\n")
+                for _ in range(600):
+                    self.wfile.write(b"0")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                return  # the client gave up: what the test wants
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/csv")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(HostileServer.bomb)))
+            self.end_headers()
+            self.wfile.write(HostileServer.bomb)
+
+
+def test_fetch_stops_a_trickling_server_at_the_deadline_and_a_gzip_bomb_at_the_size_cap(
+        prefect_harness, work_home: States, tmp_path: Path) -> None:
+    home = work_home.restore("base")
+    config = shutil.copytree(work_home.config, tmp_path / "config")
+    fetch = config / "fetch.toml"
+    fetch.write_text(fetch.read_text().replace("provider_deadline_seconds = 1800", "provider_deadline_seconds = 3")
+                     .replace("max_file_mb = 4096", "max_file_mb = 5"))
+    server = HostileServer(("127.0.0.1", 0), HostileHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    prices_before = rows(home, "select count(*), sum(hash(t)::hugeint) from core.price_observations t")
+    try:
+        for path, fragment in (("trickle", "stopped after 3 s"), ("bomb", "expands past 5 MB")):
+            env = {"GPUCOST_CONFIG_DIR": str(config),
+                   "GPUCOST_FETCH_SKYPILOT_URL": f"http://127.0.0.1:{server.server_port}/{path}"}
+            started = time.monotonic()
+            returncode, stderr = gpucost(work_home, "fetch", "-p", "skypilot", env=env, timeout=180)
+            assert returncode == 1, stderr[-3000:]
+            assert_one_line(stderr, "fetch skypilot failed", fragment, "the last good prices are kept")
+            if path == "trickle":  # 120 s of reads (600 bytes, 0.2 s apart) cut at 3 s
+                assert time.monotonic() - started < 60
+    finally:
+        server.shutdown()
+    assert not list((home / "downloads").rglob("*vms.csv*"))  # nothing of either kept
+    assert rows(home, "select count(*), sum(hash(t)::hugeint) from core.price_observations t") == prices_before
