@@ -67,7 +67,8 @@ def _replace_atomically(root: Path, name: str, write: Any) -> None:
     os.replace(tmp, root / name)
 
 
-def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int) -> ParquetSnapshot:
+def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int,
+                   limits: dict[str, Any] | None = None) -> ParquetSnapshot:
     """Copy every table of the published database into a new snapshot under `root` and point LATEST at it. `root`
     must be absent, empty or ours (tasks/publishing/ownership.py: ForeignTargetError otherwise, nothing written)."""
     from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
@@ -85,7 +86,9 @@ def export_parquet(published: Path, root: Path, published_at: datetime, snapshot
     staging.mkdir()
     snapshot = ParquetSnapshot(root=root, path=snapshots / name)
     try:
-        with duckdb.connect(str(published), read_only=True) as con:
+        # DuckDB capped (`limits`: memory_limit, temp_directory): uncapped, its Parquet writer held 6.9 GB for
+        # 1.2 M offers' ranking rows
+        with duckdb.connect(str(published), read_only=True, config=dict(limits or {})) as con:
             for table in PUBLISHED_TABLES:
                 partition = PARTITIONED.get(table)
                 relation = con.table(table)
