@@ -657,7 +657,8 @@ def check_config(command: str | None, argv: list[str]) -> None:
     from tasks.settings import ConfigError
 
     try:
-        problem = environment_problem()  # the overrides first: a config folder that is not there, a read-only home
+        # the overrides first: a config folder that is not there, a read-only home
+        problem = environment_problem(writes_home=command in ("run", "train", "publish", "ingest", "fetch", "serve"))
         if problem is not None:
             raise ConfigError(problem)
         if command in CONFIG_COMMANDS:

@@ -276,15 +276,21 @@ def _timezone_problem(variable: str, zone: str) -> str | None:
     return None
 
 
-def environment_problem() -> str | None:
+def environment_problem(writes_home: bool = True) -> str | None:
     """The first environment override that cannot work, as one line naming the variable (the command exits 2
-    before anything starts); None when every override set is usable. Types are checked by tasks.settings."""
+    before anything starts); None when every override set is usable. Types are checked by tasks.settings.
+    `writes_home`: the command writes to the state folder, which must then be writable even when it is the default
+    (./.gpucost, no GPUCOST_HOME)."""
     from tasks.settings import Environment
 
     environment = Environment.current()
     checks: list[str | None] = []
     if environment.home is not None:
-        checks.append(_folder_problem("GPUCOST_HOME", environment.home.resolve(), must_write=True))
+        checks.append(_folder_problem("GPUCOST_HOME", environment.home.resolve(), must_write=writes_home))
+    elif writes_home:
+        problem = _folder_problem("GPUCOST_HOME", (Path.cwd() / ".gpucost").resolve(), must_write=True)
+        checks.append(None if problem is None else problem.replace("GPUCOST_HOME=", "GPUCOST_HOME (unset, so ", 1)
+                      .replace(": ", "): ", 1))
     if environment.config_dir is not None:
         folder = environment.config_dir.resolve()
         checks.append(f"GPUCOST_CONFIG_DIR={folder}: no such folder" if not folder.exists()
