@@ -35,6 +35,14 @@ class IngestAborted(RuntimeError):
     a file's content quarantines the file. Not an OSError: the task's I/O retries do not apply."""
 
 
+def wrapped(error: BaseException) -> BaseException | None:
+    """The error `error` was raised from (or during), unless it said `from None` (e.g. a file's own fault found
+    after DuckDB ran out of memory reading it: the fault is the file's, not the machine's)."""
+    if error.__cause__ is not None:
+        return error.__cause__
+    return None if error.__suppress_context__ else error.__context__
+
+
 def machine_failure(error: BaseException) -> str | None:
     """What failed, when `error` (or an error it wraps) is the machine's fault rather than the file's content
     (see NO_ROOM_ERRNOS, MemoryError, DuckDB's out-of-memory and I/O errors); None otherwise."""
@@ -56,7 +64,7 @@ def machine_failure(error: BaseException) -> str | None:
             return f"out of memory ({type(current).__name__}: {text})"
         if isinstance(current, duckdb.IOException):
             return f"storage error ({type(current).__name__}: {text})"
-        current = current.__cause__ or current.__context__
+        current = wrapped(current)
     return None
 
 
@@ -68,7 +76,7 @@ def find_aborted(error: BaseException) -> IngestAborted | None:
         if isinstance(current, IngestAborted):
             return current
         seen.add(id(current))
-        current = current.__cause__ or current.__context__
+        current = wrapped(current)
     return None
 
 
