@@ -148,7 +148,7 @@ def test_a_fifo_or_a_device_given_on_the_command_line_is_one_line(work_home: Sta
 ABSURD = {  # run_id suffix -> (column, value, a fragment of the reason)
     "slow": ("tokens_per_sec_per_gpu", "1e-30", "implausibly slow throughput"),
     "gpus": ("num_gpus", "1000000000", "at most max_num_gpus"),
-    "params": ("params_b", "1000000", "at most max_params_b"),
+    "params": ("params_b", "1000000", "to max_params_b"),
     "context": ("seq_len", "1000000000000", "at most max_seq_len"),
     "mfu": ("mfu", "-3", "mfu, when given, must be above 0 and at most 1"),
     "future": ("recorded_at", "2099-01-01T00:00:00Z", "recorded_at in the future"),
@@ -240,20 +240,22 @@ def test_publish_never_replaces_a_file_or_folder_gpucost_did_not_make(work_home:
     theirs = tmp_path / "theirs.duckdb"
     with duckdb.connect(str(theirs)) as con:
         con.execute("create table accounts as select 1 as id")
-    passwd = tmp_path / "passwd"
-    passwd.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    folder = tmp_path / "their-folder"  # (a file named as the Parquet folder: exit 2, the environment's test)
+    folder.mkdir()
+    (folder / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
     published_before = digest(home / "published.duckdb")
     probes = [  # (environment, the file named, what the line says)
         ({"GPUCOST_PUBLISHED": str(text)}, text, "is not a database gpucost published"),
         ({"GPUCOST_PUBLISHED": str(theirs)}, theirs, "is not a database gpucost published"),
-        ({"GPUCOST_PARQUET_DIR": str(passwd)}, passwd, "is not a folder"),
+        ({"GPUCOST_PARQUET_DIR": str(folder)}, folder, "is a folder gpucost did not make"),
     ]
     for env, named, fragment in probes:
-        before = digest(named)
+        before = digest(folder / "passwd") if named == folder else digest(named)
         returncode, stderr = gpucost(work_home, "publish", env=env, timeout=120)
         assert returncode == 5, stderr[-3000:]
         assert_one_line(stderr, str(named), fragment, "nothing was written")
-        assert digest(named) == before
+        assert (digest(folder / "passwd") if named == folder else digest(named)) == before
+        assert [p.name for p in folder.iterdir()] == ["passwd"]
     # the `sql` hint says the same: publish will not replace it
     returncode, stderr = gpucost(work_home, "sql", "select 1", env={"GPUCOST_PUBLISHED": str(text)}, timeout=60)
     assert returncode == 5
