@@ -44,8 +44,11 @@ def flow_output() -> None:
 
 
 def fail(message: str, code: int = 1) -> None:
-    # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
+    # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
+    from tasks.display import printable
+
+    err.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -53,11 +56,19 @@ def check_readable(paths: list[Path] | None) -> None:
     """A missing or unreadable input is said as such, before any flow (or Prefect server) starts (exit 2)."""
     import os
 
+    from tasks.ingest.registry import irregular_file
+
     for path in paths or []:
-        if not path.exists():
+        try:
+            path.stat()
+        except FileNotFoundError:
             fail(f"{path}: no such file or directory", 2)
+        except OSError as error:  # e.g. a name too long for the file system
+            fail(f"{path}: {error.strerror or error}", 2)
         if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
             fail(f"{path}: permission denied (not readable)", 2)
+        if not path.is_dir() and (irregular := irregular_file(path)) is not None:
+            fail(irregular, 2)  # a FIFO or a device would be read forever
 
 
 def _print_totals(outcomes: list) -> None:
@@ -379,6 +390,7 @@ def offers(
 
     if as_csv and as_json:
         fail("give --csv or --json, not both", 2)
+    require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
                          max_hours=max_hours, max_usd=max_usd, limit=limit, sort_by=sort.value)
@@ -405,6 +417,15 @@ def offers(
         err.print("no ranked offer matches these filters", highlight=False)
         raise typer.Exit(1)
     _print_offers(found, sort.value)
+
+
+def require_positive(options: dict[str, float | None]) -> None:
+    """Each option given is a finite number above 0 (`nan`, `inf` and 0 would filter silently): else exit 2."""
+    import math
+
+    for name, value in options.items():
+        if value is not None and not (math.isfinite(value) and value > 0):
+            fail(f"{name} {value}: give a number above 0", 2)
 
 
 def _narrow_console() -> Console:
@@ -495,47 +516,95 @@ def serve() -> None:
 def sql(
     query: Annotated[str, typer.Argument(help="SQL to run (read-only)")],
     warehouse: Annotated[bool, typer.Option("--warehouse", help="Query the working warehouse")] = False,
-    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table")] = False,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV (every row, whole values) instead of a table")] = False,
+    timeout: Annotated[float | None, typer.Option(
+        help="Stop the query after this many seconds (0: no limit; default config/settings.toml [sql])")] = None,
+    memory_limit: Annotated[str | None, typer.Option(help="DuckDB's memory cap for the query, e.g. 4GB")] = None,
+    max_rows: Annotated[int | None, typer.Option(help="Rows the table view shows (0: all)")] = None,
 ) -> None:
-    """Query the published database (or, with --warehouse, the working one), read-only."""
+    """Query the published database (or, with --warehouse, the working one), read-only and bounded."""
     import duckdb
 
     from tasks.preflight import duckdb_problem
     from tasks.settings import paths
+    from tasks.sql_bounds import QueryTimeout, fetch_table, is_interrupt, write_csv
     from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
+    bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
     target = paths().warehouse if warehouse else paths().published
     try:
         damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
         if damaged is not None:
             fail(damaged.message, damaged.exit_code)
         # read-only, no file or network access beyond this database, settings locked, no extensions loaded
-        con = connect(target, read_only=True, config=SANDBOXED)
+        con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
     try:
-        relation = con.sql(query)
-        if relation is None:
+        if csv:
+            write_csv(con, query, bounds.timeout_seconds, sys.stdout)
             return
-        columns = relation.columns
-        rows = relation.fetchall()
+        result = fetch_table(con, query, bounds)
+    except QueryTimeout as error:
+        fail(str(error))
+    except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
+        if not is_interrupt(error):
+            raise
+        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", 130)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:
         con.close()
-    if csv:
-        import csv as csv_module
+    if result is not None:
+        _print_result_table(result, bounds.max_cell_chars)
 
-        writer = csv_module.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-        return
-    table = Table(*columns, show_lines=False)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+
+def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple:
+    """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
+    import math
+
+    from tasks import config
+    from tasks.settings import ConfigError
+    from tasks.sql_bounds import SqlBounds
+
+    try:
+        settings = config.settings().sql
+    except ConfigError as error:
+        fail(str(error), 2)
+    if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
+        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", 2)
+    if max_rows is not None and max_rows < 0:
+        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", 2)
+    bounds = SqlBounds(timeout_seconds=settings.timeout_seconds if timeout is None else timeout,
+                       max_rows=settings.max_rows if max_rows is None else max_rows,
+                       max_cell_chars=settings.max_cell_chars)
+    return bounds, memory_limit or settings.memory_limit
+
+
+def _print_result_table(result: object, max_cell_chars: int) -> None:
+    """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
+    a cut result or cell is said under it."""
+    from tasks.display import printable
+    from tasks.sql_bounds import cell_text
+
+    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)  # type: ignore[attr-defined]
+    cut_cells = 0
+    for row in result.rows:  # type: ignore[attr-defined]
+        cells = [cell_text(v, max_cell_chars) for v in row]
+        cut_cells += sum(cut for _, cut in cells)
+        table.add_row(*(escape(text) for text, _ in cells))
     # Piped or redirected output gets the table at its natural width instead of truncated cells.
-    (out if out.is_terminal else Console(width=100_000)).print(table)
-    out.print(f"{len(rows)} row(s)", style="dim")
+    (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
+    shown = len(result.rows)  # type: ignore[attr-defined]
+    if result.cut:  # type: ignore[attr-defined]
+        out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
+                         "streams them)"), style="dim", highlight=False, soft_wrap=True)
+    else:
+        out.print(f"{shown} row(s)", style="dim", highlight=False)
+    if cut_cells:
+        out.print(escape(f"{cut_cells} cell(s) longer than {max_cell_chars:,} characters cut (config/settings.toml "
+                         "[sql] max_cell_chars; --csv prints whole values)"), style="dim", highlight=False,
+                  soft_wrap=True)
 
 
 @app.command()
@@ -581,14 +650,19 @@ CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predi
 def check_config(command: str | None, argv: list[str]) -> None:
     """A wrong config file or environment override is one line naming the file (or variable) and the key,
     exit 2, before any flow, Prefect server or supervisor starts."""
-    if command not in CONFIG_COMMANDS or "--help" in argv:
+    if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
         return
     from tasks.config import check_all
-    from tasks.preflight import EXIT_CONFIG
+    from tasks.preflight import EXIT_CONFIG, environment_problem
     from tasks.settings import ConfigError
 
     try:
-        check_all()
+        # the overrides first: a config folder that is not there, a read-only home
+        problem = environment_problem(writes_home=command in ("run", "train", "publish", "ingest", "fetch", "serve"))
+        if problem is not None:
+            raise ConfigError(problem)
+        if command in CONFIG_COMMANDS:
+            check_all()
     except ConfigError as error:
         try:
             fail(str(error), EXIT_CONFIG)

@@ -17,6 +17,7 @@ from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_ha
 from tasks.preflight import (
     EXIT_BUSY,
     EXIT_CONFIG,
+    EXIT_DAMAGED,
     EXIT_DISK_FULL,
     Preflight,
     PreflightError,
@@ -94,12 +95,22 @@ def preflight(command: str) -> Preflight:
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, tracking_uri=p.mlflow_tracking_uri,
                                fatal=("disk", "warehouse", "mlflow"))
     else:  # run, publish, serve: a damaged published file is rebuilt, a damaged MLflow store skips training
+        check_publish_targets()
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, published=p.published,
                                tracking_uri=p.mlflow_tracking_uri)
         check_workloads()
     for problem in checked.notes:
         print(f"warning: {problem.message}", file=sys.stderr, flush=True)
     return checked
+
+
+def check_publish_targets() -> None:
+    """What publish would replace (the published database, the chart, the Parquet folder) is absent or gpucost's:
+    raises ForeignTargetError (exit 5) before any work."""
+    from tasks.publishing.night import check_targets
+    from tasks.publishing.parquet import parquet_root
+
+    check_targets(paths().published, parquet_root(config.ranking().publish))
 
 
 def check_workloads() -> None:
@@ -113,6 +124,8 @@ def check_workloads() -> None:
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
+    from tasks.ingest.registry import IngestAborted, find_aborted
+    from tasks.publishing.ownership import ForeignTargetError
     from tasks.ranking.rank import NoOffersError
     from tasks.settings import ConfigError
     from tasks.warehouse import WarehouseBusyError
@@ -127,7 +140,14 @@ def guarded(fail: object) -> Iterator[None]:
         fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
     except NoOffersError as error:
         fail(str(error), 1)  # type: ignore[operator]
+    except ForeignTargetError as error:  # a publish target gpucost did not make: nothing written
+        fail(str(error), EXIT_DAMAGED)  # type: ignore[operator]
+    except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
+        fail(str(error), EXIT_DISK_FULL)  # type: ignore[operator]
     except Exception as error:
+        stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
+        if stopped is not None:
+            fail(str(stopped), EXIT_DISK_FULL)  # type: ignore[operator]
         file = disk_full_file(error)
         if file is None:
             raise

@@ -67,12 +67,42 @@ class ReferenceFiles(Strict):
         return resolve_project_path(getattr(self, name))
 
 
+class GpuPriceClass(Strict):
+    """Absolute bounds of the price per GPU-hour for a class of GPUs (config/settings.toml
+    [[validation.prices.gpu_classes]]); a GPU in no class has the suite's own bounds only."""
+
+    name: str
+    gpus: list[str] = Field(min_length=1)
+    min_usd_per_gpu_hour: Positive
+    max_usd_per_gpu_hour: Positive
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> GpuPriceClass:
+        if self.min_usd_per_gpu_hour >= self.max_usd_per_gpu_hour:
+            raise ValueError(f"min_usd_per_gpu_hour must be below max_usd_per_gpu_hour (class {self.name!r})")
+        return self
+
+
 class PriceValidation(Strict):
     max_usd_per_hour: Positive = 1000.0
+    min_usd_per_gpu_hour: Positive = 0.005
     max_usd_per_gpu_hour: Positive = 150.0
     max_price_move_factor: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 5.0
+    max_gpu_price_factor: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 25.0
+    max_future_hours: NonNegative = 24.0
     max_storage_usd_per_gb_month: Positive = 10.0
     allowed_currencies: list[str] = ["USD"]
+    gpu_classes: list[GpuPriceClass] = []
+
+    @model_validator(mode="after")
+    def _one_class_per_gpu(self) -> PriceValidation:
+        seen: dict[str, str] = {}
+        for price_class in self.gpu_classes:
+            for gpu in price_class.gpus:
+                if gpu in seen:
+                    raise ValueError(f"GPU {gpu!r} is in two classes ({seen[gpu]!r}, {price_class.name!r})")
+                seen[gpu] = price_class.name
+        return self
 
 
 class Validation(Strict):
@@ -117,6 +147,15 @@ class SignalSettings(Strict):
     stop_grace_seconds: NonNegative = 5
 
 
+class SqlSettings(Strict):
+    """config/settings.toml [sql]: the bounds of `gpucost sql` (0 lifts the timeout and the row limit)."""
+
+    timeout_seconds: NonNegative = 60.0
+    memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = "1GB"
+    max_rows: Annotated[int, Field(ge=0)] = 1000
+    max_cell_chars: Count = 10_000
+
+
 class Settings(Strict):
     """config/settings.toml."""
 
@@ -127,6 +166,7 @@ class Settings(Strict):
     serve: ServeSettings = ServeSettings()
     preflight: PreflightSettings = PreflightSettings()
     signals: SignalSettings = SignalSettings()
+    sql: SqlSettings = SqlSettings()
 
 
 # -------------------------------------------------------------------------------------------- sources.toml
@@ -186,7 +226,22 @@ Family = Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
 
 
 class TelemetryValidation(Strict):
+    """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
+
+    min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
     max_implied_peak_ratio: Positive = 1.0
+    max_num_gpus: Count = 250_000
+    min_params_b: Positive = 0.01
+    max_params_b: Positive = 100_000.0
+    max_seq_len: Count = 100_000_000
+    max_micro_batch: Count = 100_000
+    max_future_hours: NonNegative = 24.0
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> TelemetryValidation:
+        if self.min_implied_peak_ratio >= self.max_implied_peak_ratio:
+            raise ValueError("min_implied_peak_ratio must be below max_implied_peak_ratio")
+        return self
 
 
 class Telemetry(Strict):

@@ -18,6 +18,7 @@ import re
 import shutil
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
@@ -69,8 +70,14 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
 
 
 def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
-    if store == "published":
+    from tasks.publishing.ownership import written_by_us
+    from tasks.settings import paths
+
+    if store == "published" and written_by_us(paths().home, path):
         step = "run `gpucost publish` to rebuild it from the warehouse"
+    elif store == "published":  # publish replaces only what gpucost made (tasks/publishing/ownership.py)
+        step = ("it is not a file gpucost published, so `gpucost publish` will not replace it: move it aside or "
+                "point GPUCOST_PUBLISHED at another file")
     else:
         step = ("restore it from a backup, or move it aside and rebuild it from your price and telemetry files "
                 "(`gpucost run` reads every file of config/sources.toml again)")
@@ -201,3 +208,107 @@ def disk_full_message(file: str, home: Path, min_free_mb: float) -> str:
     return (f"no space left on device {where} ({free_mb(home):.0f} MB free under {home}; keep at least "
             f"{min_free_mb:.0f} MB free, config/settings.toml [preflight] min_free_mb): free space and run the "
             "command again; nothing half-written is served, the previous results are still published")
+
+
+# ------------------------------------------------------------------------------------- environment overrides
+
+def _folder_problem(variable: str, folder: Path, must_write: bool) -> str | None:
+    """A folder an override names: an existing folder (readable; writable when `must_write`), or one that can be
+    made (its nearest existing parent is a writable folder)."""
+    import os
+
+    if folder.exists() and not folder.is_dir():
+        return f"{variable}={folder}: not a folder"
+    existing = _existing_folder(folder)
+    if not existing.is_dir():
+        return f"{variable}={folder}: {existing} is not a folder"
+    if folder.exists() and not os.access(folder, os.R_OK | os.X_OK):
+        return f"{variable}={folder}: the folder is not readable"
+    if must_write and not os.access(existing, os.W_OK | os.X_OK):
+        what = "the folder" if existing == folder else f"its parent {existing}"
+        return f"{variable}={folder}: {what} is read-only (gpucost writes there)"
+    return None
+
+
+def _file_problem(variable: str, file: Path) -> str | None:
+    """A database file an override names: not a folder, and its folder usable for writing."""
+    if file.is_dir():
+        return f"{variable}={file}: a folder, not a file"
+    folder = file.parent
+    if folder.exists() and not folder.is_dir():
+        return f"{variable}={file}: {folder} is not a folder"
+    problem = _folder_problem(variable, folder, must_write=True)
+    return None if problem is None else problem.replace(f"{variable}={folder}: the folder", f"{variable}={file}: "
+                                                        f"its folder {folder}").replace(
+        f"{variable}={folder}:", f"{variable}={file}:")
+
+
+def _url_problem(variable: str, url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as error:
+        return f"{variable}={url!r}: not a URL ({error})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{variable}={url!r}: give an http:// or https:// URL with a host"
+    return None
+
+
+def _cron_problem(variable: str, cron: str) -> str | None:
+    from cronsim import CronSim, CronSimError
+
+    try:
+        CronSim(cron, datetime.now(UTC))
+    except (CronSimError, ValueError) as error:
+        return f"{variable}={cron!r}: not a cron expression ({error})"
+    return None
+
+
+def _timezone_problem(variable: str, zone: str) -> str | None:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"{variable}={zone!r}: not a time zone name (e.g. UTC, Europe/Berlin)"
+    return None
+
+
+def environment_problem(writes_home: bool = True) -> str | None:
+    """The first environment override that cannot work, as one line naming the variable (the command exits 2
+    before anything starts); None when every override set is usable. Types are checked by tasks.settings.
+    `writes_home`: the command writes to the state folder, which must then be writable even when it is the default
+    (./.gpucost, no GPUCOST_HOME)."""
+    from tasks.settings import Environment
+
+    environment = Environment.current()
+    checks: list[str | None] = []
+    if environment.home is not None:
+        checks.append(_folder_problem("GPUCOST_HOME", environment.home.resolve(), must_write=writes_home))
+    elif writes_home:
+        problem = _folder_problem("GPUCOST_HOME", (Path.cwd() / ".gpucost").resolve(), must_write=True)
+        checks.append(None if problem is None else problem.replace("GPUCOST_HOME=", "GPUCOST_HOME (unset, so ", 1)
+                      .replace(": ", "): ", 1))
+    if environment.config_dir is not None:
+        folder = environment.config_dir.resolve()
+        checks.append(f"GPUCOST_CONFIG_DIR={folder}: no such folder" if not folder.exists()
+                      else _folder_problem("GPUCOST_CONFIG_DIR", folder, must_write=False))
+    for variable, file in (("GPUCOST_WAREHOUSE", environment.warehouse),
+                           ("GPUCOST_PUBLISHED", environment.published)):
+        if file is not None:
+            checks.append(_file_problem(variable, file.resolve()))
+    if environment.parquet_dir:
+        folder = Path(environment.parquet_dir).expanduser()
+        if folder.is_absolute():
+            checks.append(_folder_problem("GPUCOST_PARQUET_DIR", folder, must_write=True))
+    for name in Environment.model_fields:
+        value = getattr(environment, name)
+        if name.startswith("fetch_") and name.endswith("_url") and value:
+            checks.append(_url_problem(f"GPUCOST_{name.upper()}", value))
+    if environment.nightly_cron:
+        checks.append(_cron_problem("GPUCOST_NIGHTLY_CRON", environment.nightly_cron))
+    if environment.nightly_timezone:
+        checks.append(_timezone_problem("GPUCOST_NIGHTLY_TIMEZONE", environment.nightly_timezone))
+    return next((c for c in checks if c is not None), None)

@@ -34,8 +34,8 @@ offers as (
         whole.*,
         pricing_types.pricing_order,
         pricing_types.pricing,
-        try_cast(trim(case pricing_types.pricing_order when 0 then Price else SpotPrice end) as double)
-            as offer_price
+        trim(case pricing_types.pricing_order when 0 then Price else SpotPrice end) as offer_text,
+        try_cast(offer_text as double)                                          as offer_price
     from whole
     cross join pricing_types
     where pricing_types.pricing_order = 0 or whole.has_spot
@@ -69,7 +69,11 @@ final as (
         null::double                                as usd_per_gb_month,
         _line                                       as source_line,
         raw_values,
-        null::varchar                               as rejected_reason
+        -- "3,67": a decimal comma and a thousands separator cannot be told apart, so it is not read as a number
+        case when regexp_full_match(offer_text, '[0-9]+,[0-9]+')
+             then 'price ' || offer_text || ' has a comma: a decimal comma or a thousands separator, which cannot '
+                  || 'be told apart; write the price with a point and no separator (e.g. 3.67)'
+        end                                         as rejected_reason
     from offers
     cross join skypilot_provider
 )

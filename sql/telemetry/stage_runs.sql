@@ -39,12 +39,13 @@ final as (
         case when gpu_has_specs and precision is not null and peak_tflops is null
              then precision end                                 as precision_without_peak,
         active_params_b / params_b                              as active_params_share,
-        -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible
-        parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
-            / (peak_tflops * 1e12)                              as implied_peak_ratio
+        -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible, below
+        -- min_implied_peak_ratio implausible; null for a throughput that is not positive (its own check says so)
+        case when tokens_per_sec_per_gpu > 0
+             then parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
+                  / (peak_tflops * 1e12) end                    as implied_peak_ratio,
+        epoch(recorded_at - $ingested_at::timestamptz) / 3600.0 as recorded_hours_ahead  -- hours after the ingest
     from peaks
 )
 
-select * from final;
-
-drop view staging_normalised_runs;
+select * from final

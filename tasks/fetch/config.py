@@ -27,6 +27,12 @@ class HttpPolicy(_Strict):
     max_backoff_seconds: float = Field(60.0, ge=0)
     max_retry_after_seconds: float = Field(300.0, ge=0)
     max_pages: int = Field(2000, ge=1)
+    # Bounds of one provider's fetch: its whole run (every request, retries and waits included), and each
+    # download's size on the wire and on disk (after decompression). Exceeding one fails the provider with one
+    # line; the prices it had before stay in the warehouse.
+    provider_deadline_seconds: float = Field(1800.0, gt=0, allow_inf_nan=False)
+    max_download_mb: float = Field(2048.0, gt=0, allow_inf_nan=False)
+    max_file_mb: float = Field(4096.0, gt=0, allow_inf_nan=False)
 
 
 class AzureConfig(_Strict):

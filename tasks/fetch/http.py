@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -33,6 +36,41 @@ EXPECTED_START = {"json": (b"{", b"["), "csv": None}
 
 class FetchError(RuntimeError):
     """A request that failed for good (after retries where retrying makes sense). One line, for the summary."""
+
+
+class TooLarge(FetchError):
+    """A response past the size caps (config/fetch.toml [http] max_download_mb, max_file_mb): not retried."""
+
+
+class DeadlinePassed(FetchError):
+    """The provider's fetch ran past its deadline (config/fetch.toml [http] provider_deadline_seconds)."""
+
+
+# The monotonic time by which the provider being fetched must be done (None: no deadline set).
+_deadline: ContextVar[tuple[float, float] | None] = ContextVar("fetch_deadline", default=None)
+
+
+@contextmanager
+def provider_deadline(seconds: float) -> Iterator[None]:
+    """Every request inside the block ends by `seconds` from now: a server that trickles or hangs cannot hold
+    a provider longer (each request's timeouts shrink to what is left; retries stop at the deadline)."""
+    token = _deadline.set((time.monotonic() + seconds, seconds))
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def seconds_left(url: str) -> float | None:
+    """Seconds before the deadline; DeadlinePassed when none are left (None: no deadline)."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return None
+    left = deadline[0] - time.monotonic()
+    if left <= 0:
+        raise DeadlinePassed(f"stopped after {deadline[1]:g} s on {url} (config/fetch.toml [http] "
+                             "provider_deadline_seconds)")
+    return left
 
 
 class RetryableStatus(FetchError):
@@ -103,10 +141,14 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 
 def wait_seconds(policy: HttpPolicy, attempt: int, error: BaseException | None) -> float:
-    """Before attempt `attempt + 1`: Retry-After when the server said (capped), else exponential backoff."""
+    """Before attempt `attempt + 1`: Retry-After when the server said (capped), else exponential backoff; never
+    past the provider's deadline (the next attempt then stops at once, saying so)."""
     if isinstance(error, RetryableStatus) and error.retry_after is not None:
-        return min(error.retry_after, policy.max_retry_after_seconds)
-    return min(policy.backoff_seconds * 2 ** (attempt - 1), policy.max_backoff_seconds)
+        wait = min(error.retry_after, policy.max_retry_after_seconds)
+    else:
+        wait = min(policy.backoff_seconds * 2 ** (attempt - 1), policy.max_backoff_seconds)
+    deadline = _deadline.get()
+    return wait if deadline is None else max(0.0, min(wait, deadline[0] - time.monotonic()))
 
 
 RETRYABLE = (httpx.TransportError, RetryableStatus)
@@ -196,6 +238,17 @@ def _check_format(head: bytes, content_type: str, expect: str, url: str) -> str 
     return None
 
 
+def check_size(url: str, wire_bytes: int, file_bytes: int, limits: tuple[float, float]) -> None:
+    """TooLarge past either cap: bytes received (compressed) or bytes written (decompressed), in MB."""
+    max_download_mb, max_file_mb = limits
+    if wire_bytes > max_download_mb * 1e6:
+        raise TooLarge(f"{url} sent more than {max_download_mb:g} MB (config/fetch.toml [http] max_download_mb); "
+                       "nothing of it was kept")
+    if file_bytes > max_file_mb * 1e6:
+        raise TooLarge(f"{url} expands past {max_file_mb:g} MB ({wire_bytes / 1e6:.1f} MB received; config/fetch.toml "
+                       "[http] max_file_mb); nothing of it was kept")
+
+
 def _attempt(
     client: httpx.Client,
     url: str,
@@ -206,9 +259,14 @@ def _attempt(
     expect: str,
     quarantine_dir: Path,
     progress: Progress | None,
+    limits: tuple[float, float] = (float("inf"), float("inf")),
 ) -> Download:
     started = datetime.now(UTC)
-    with client.stream("GET", url, params=params, headers=headers) as response:
+    left = seconds_left(url)
+    timeout = None if left is None else httpx.Timeout(
+        min(left, client.timeout.read or left), connect=min(left, client.timeout.connect or left))
+    request = {} if timeout is None else {"timeout": timeout}
+    with client.stream("GET", url, params=params, headers=headers, **request) as response:
         shown_url = str(response.request.url)
         if response.status_code == 304:
             return Download(url=shown_url, http_status=304, etag=response.headers.get("etag"),
@@ -228,12 +286,15 @@ def _attempt(
         head = b""
         try:
             with open(tmp, "wb") as fh:
-                for chunk in response.iter_bytes(CHUNK_BYTES):
+                # as the bytes arrive (not gathered into CHUNK_BYTES first): a trickle still meets the deadline
+                for chunk in response.iter_bytes():
                     if len(head) < SNIFF_BYTES:
                         head += chunk[: SNIFF_BYTES - len(head)]
+                    size += len(chunk)
+                    check_size(shown_url, response.num_bytes_downloaded, size, limits)
+                    seconds_left(shown_url)  # a server that trickles bytes still ends at the deadline
                     fh.write(chunk)
                     digest.update(chunk)
-                    size += len(chunk)
                     if progress:
                         progress(target.name, total, len(chunk))
                 fh.flush()
@@ -310,5 +371,6 @@ def download(
             return _attempt(
                 client, url, target, params=params, headers=sent, expect=expect,
                 quarantine_dir=quarantine_dir or target.parent / "quarantined", progress=progress,
+                limits=(policy.max_download_mb, policy.max_file_mb),
             )
     raise AssertionError("unreachable: tenacity reraises the last error")

@@ -18,7 +18,7 @@ from typing import Any
 
 from tasks.fetch.config import FetchConfig
 from tasks.fetch.handoff import ingest_fetched
-from tasks.fetch.http import Download, describe, make_client, remove_partial_files
+from tasks.fetch.http import Download, describe, make_client, provider_deadline, remove_partial_files
 from tasks.fetch.progress import transfer_progress
 from tasks.fetch.providers import FETCHERS, FetchContext, ProviderResult
 from tasks.fetch.prune import prune_downloads
@@ -79,7 +79,8 @@ def fetch_provider(run: FetchRun, provider: str) -> ProviderResult:
     """Everything one provider's API gives tonight; errors end up in the result, never raised."""
     result = ProviderResult(provider)
     started = time.perf_counter()
-    with make_client(run.config.http) as client, transfer_progress(provider) as progress:
+    with make_client(run.config.http) as client, transfer_progress(provider) as progress, \
+            provider_deadline(run.config.http.provider_deadline_seconds):
         context = FetchContext(run.config, client, run.downloads_root, run.fetched_at,
                                run.validators.get(provider, {}), run.spot_watermarks, progress)
         try:

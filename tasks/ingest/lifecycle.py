@@ -20,6 +20,10 @@ The transient-I/O rule: an OSError that may pass (EIO, ETIMEDOUT, ...; see regis
 raised to the caller (the flow's task retries it); a file still unreadable after the retries is quarantined
 for tonight WITHOUT being registered (`quarantine_unreadable`), so the next run reads it again. Any other
 failure to read or stage quarantines the file whole and registers it (the same bytes are not read again).
+
+The machine's failures are not the file's: a full disk, no memory, a storage error (registry.machine_failure),
+met anywhere in a file's lifecycle, roll its transaction back and raise registry.IngestAborted naming the file,
+which stays unregistered (the next run reads it again); only the file's content quarantines it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,17 @@ from typing import Any
 import duckdb
 
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
-from tasks.ingest.registry import FileOutcome, already_ingested, content_sha256, is_transient, record_file
+from tasks.ingest.registry import (
+    FileOutcome,
+    IngestAborted,
+    aborted,
+    already_ingested,
+    content_sha256,
+    irregular_file,
+    is_transient,
+    machine_failure,
+    record_file,
+)
 from tasks.ingest.validation import check_staged, collect_suite_failures
 from tasks.reference import load_reference_tables
 from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
@@ -150,6 +164,9 @@ def ingest_file(
     path = Path(source.path)
     outcome = FileOutcome(dataset.name, str(path), "", "loaded")
     dataset.describe(source, outcome)
+    irregular = irregular_file(path)
+    if irregular is not None:  # never read (it could be read forever), never registered
+        return _quarantine_whole_file(con, dataset, outcome, irregular, ingested_at, None)
     try:
         sha = content_sha256(path)
         size_bytes = path.stat().st_size
@@ -171,25 +188,40 @@ def ingest_unit(
     """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
     `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
     has checked the registry."""
-    with ingest_limits(con):
-        con.execute("begin transaction")
-        try:
+    try:
+        with ingest_limits(con):
+            con.execute("begin transaction")
             try:
-                staged = dataset.read_and_stage(con, file)
-            except Exception as error:  # noqa: BLE001 - any read failure quarantines the file, the night goes on
-                if is_transient(error):
-                    raise  # an I/O error is not the file's content: retried, never registered as quarantined
-                con.execute("rollback")
-                return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
-                                              file.ingested_at, size_bytes)
-            dataset.stage_against_warehouse(con, file)
-            check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
-            _finish(con, dataset, file, outcome, staged, size_bytes)
-        except BaseException:
-            _rollback(con)
-            raise
-        con.execute("commit")
+                try:
+                    staged = dataset.read_and_stage(con, file)
+                except Exception as error:  # noqa: BLE001 - a read failure quarantines the file, the night goes on
+                    raise_unless_content(error, file.source.path)
+                    con.execute("rollback")
+                    return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
+                                                  file.ingested_at, size_bytes)
+                dataset.stage_against_warehouse(con, file)
+                check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
+                _finish(con, dataset, file, outcome, staged, size_bytes)
+                con.execute("commit")
+            except BaseException:
+                _rollback(con)
+                raise
+    except BaseException as error:  # the limits restored or not (a full disk may fail that too)
+        failure = None if isinstance(error, IngestAborted) else machine_failure(error)
+        if failure is not None:
+            raise aborted(file.source.path, failure) from error
+        raise
     return outcome
+
+
+def raise_unless_content(error: BaseException, path: Path | str) -> None:
+    """Return only when `error` is about the file's content (the file is then quarantined): the machine's
+    failures raise IngestAborted, a transient I/O error is raised as is (the task retries it)."""
+    failure = machine_failure(error)
+    if failure is not None:
+        raise aborted(path, failure) from error
+    if is_transient(error):
+        raise error
 
 
 def _unreadable(path: Path, error: OSError) -> str:
@@ -262,6 +294,9 @@ def stage_file(job: StageJob) -> StagedFile:
     `stage_against_warehouse`, on a private in-memory DuckDB, leaving the staged tables as Parquet.
     Raises OSError only for a transient I/O error (the task retries it)."""
     path = Path(job.source.path)
+    irregular = irregular_file(path)
+    if irregular is not None:  # never read (it could be read forever), never registered
+        return StagedFile(job.source, error=irregular)
     try:
         sha, size_bytes = content_sha256(path), path.stat().st_size
     except OSError as error:
@@ -281,8 +316,7 @@ def stage_file(job: StageJob) -> StagedFile:
                 try:
                     staged = dataset.read_and_stage(con, file)
                 except Exception as error:  # noqa: BLE001 - the file is quarantined whole by the writer
-                    if is_transient(error):
-                        raise
+                    raise_unless_content(error, path)
                     shutil.rmtree(directory, ignore_errors=True)
                     return StagedFile(job.source, sha, size_bytes, error=_read_error(dataset, file, error))
                 check_staged(con, dataset.suite, job.parameters, dataset.is_file_column)
@@ -293,8 +327,11 @@ def stage_file(job: StageJob) -> StagedFile:
                 for name in HANDED_OVER:
                     con.table(f"staging_{name}").write_parquet(
                         str(directory / f"{name}.parquet"), row_group_size=HAND_OVER_ROW_GROUP)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(directory, ignore_errors=True)
+        failure = None if isinstance(error, IngestAborted) else machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
         raise
     shutil.rmtree(directory / "spill", ignore_errors=True)
     return StagedFile(job.source, sha, size_bytes, staged=staged, directory=directory)
@@ -320,14 +357,20 @@ def apply_staged(
             message = staged_file.error or f"{Path(source.path).name}: staged by a worker that skipped it"
             return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)
         file = FileContext(source, staged_file.sha256, ingested_at)
-        with ingest_limits(con), transaction(con):
-            for name in HANDED_OVER:
-                con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
-                    f"handed_over_{name}", replace=True)
-            execute(con, "ingest/load_handed_over")
-            dataset.stage_against_warehouse(con, file)
-            check_staged(con, dataset.suite, dataset.validation_parameters(), dataset.is_history_column)
-            _finish(con, dataset, file, outcome, staged_file.staged, int(staged_file.size_bytes or 0))
+        try:
+            with ingest_limits(con), transaction(con):
+                for name in HANDED_OVER:
+                    con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
+                        f"handed_over_{name}", replace=True)
+                execute(con, "ingest/load_handed_over")
+                dataset.stage_against_warehouse(con, file)
+                check_staged(con, dataset.suite, dataset.validation_parameters(), dataset.is_history_column)
+                _finish(con, dataset, file, outcome, staged_file.staged, int(staged_file.size_bytes or 0))
+        except Exception as error:
+            failure = machine_failure(error)
+            if failure is not None:
+                raise aborted(source.path, failure) from error
+            raise
         return outcome
     finally:
         if staged_file.directory is not None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +23,84 @@ PERMANENT_IO_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError,
 
 def is_transient(error: BaseException) -> bool:
     return isinstance(error, OSError) and not isinstance(error, PERMANENT_IO_ERRORS)
+
+
+# The machine's faults, never the file's: no room to write (or spill), no memory, a storage error DuckDB reports.
+NO_ROOM_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)
+
+
+class IngestAborted(RuntimeError):
+    """The machine, not the file, failed while a file was ingested (disk full, out of memory, a storage error):
+    the file's transaction is rolled back and the file is NOT registered, so the next run reads it again. Only
+    a file's content quarantines the file. Not an OSError: the task's I/O retries do not apply."""
+
+
+def wrapped(error: BaseException) -> BaseException | None:
+    """The error `error` was raised from (or during), unless it said `from None` (e.g. a file's own fault found
+    after DuckDB ran out of memory reading it: the fault is the file's, not the machine's)."""
+    if error.__cause__ is not None:
+        return error.__cause__
+    return None if error.__suppress_context__ else error.__context__
+
+
+def machine_failure(error: BaseException) -> str | None:
+    """What failed, when `error` (or an error it wraps) is the machine's fault rather than the file's content
+    (see NO_ROOM_ERRNOS, MemoryError, DuckDB's out-of-memory and I/O errors); None otherwise."""
+    import duckdb
+
+    from tasks.preflight import disk_full_file
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = " ".join(str(current).split())[:300]
+        if isinstance(current, IngestAborted):
+            return str(current)
+        # DuckDB says a full disk in the text of whichever error it raises (a failed commit: TransactionException)
+        if (isinstance(current, OSError) and current.errno in NO_ROOM_ERRNOS) or disk_full_file(current) is not None:
+            return f"no space left on device ({text})"
+        if isinstance(current, MemoryError | duckdb.OutOfMemoryException) or "Out of Memory Error" in text:
+            return f"out of memory ({type(current).__name__}: {text})"
+        if isinstance(current, duckdb.IOException):
+            return f"storage error ({type(current).__name__}: {text})"
+        current = wrapped(current)
+    return None
+
+
+def find_aborted(error: BaseException) -> IngestAborted | None:
+    """The IngestAborted `error` is or wraps (e.g. closing the warehouse on a full disk failed after it)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, IngestAborted):
+            return current
+        seen.add(id(current))
+        current = wrapped(current)
+    return None
+
+
+def aborted(path: Path | str, failure: str) -> IngestAborted:
+    name = Path(path)
+    return IngestAborted(f"{name.name}: ingest stopped by the machine, not the file: {failure}; the file is not "
+                         f"registered and the next run reads it again ({name})")
+
+
+FILE_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+              stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+def irregular_file(path: Path | str) -> str | None:
+    """Why `path` is not a regular file (a FIFO or a device would be read forever), else None; a path that cannot
+    be looked at is left to the reader, which says why."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kind = FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    return f"{Path(path).name}: {kind}, not a regular file: only regular files are read ({path})"
 
 
 def content_sha256(path: Path) -> str:

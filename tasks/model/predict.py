@@ -187,6 +187,10 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
         UNSCORED_REASON)], how="horizontal")
 
 
+class NoRowsError(ValueError):
+    """The input has no rows (exit 1: nothing was predicted)."""
+
+
 class PredictInputError(ValueError):
     """The input file cannot be predicted at all (e.g. a required contract column is missing)."""
 
@@ -202,12 +206,18 @@ def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
 def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_: str | None = None) -> pl.DataFrame:
     """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with,
     PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
+    from tasks import config
+    from tasks.predict_bounds import score_within_bounds
+
     rows = read_rows(Path(input_path))
     check_prediction_columns(rows, Path(input_path))
+    if rows.height == 0:
+        raise NoRowsError(f"{input_path}: no rows to predict (a header only)")
     champion = load_champion(tracking_uri_)
     if champion is None:
         raise NoChampionError(f"no `{CHAMPION}` version of registered model `{REGISTERED_MODEL}` in "
                               f"{tracking_uri(tracking_uri_)}: run `gpucost train` (or `gpucost run`) first")
-    result = predict_rows(rows, champion)
+    result = score_within_bounds(rows, config.telemetry().validation, lambda inside: predict_rows(inside, champion),
+                                 OUTPUT_COLUMNS, UNSCORED_REASON)
     write_rows(result, Path(output_path))
     return result

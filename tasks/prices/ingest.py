@@ -26,6 +26,7 @@ OVERRIDES_FILE = "gpu_instance_overrides.csv"
 
 # A price file to read is a FileSource with its provider and format (adapter) set.
 PriceSource = FileSource
+IDENTICAL_DUPLICATE = "identical duplicate of an earlier row of this file (one observation kept)"
 
 
 def read_overrides(reference_dir: Path | None = None) -> pl.DataFrame:
@@ -40,8 +41,10 @@ def read_overrides(reference_dir: Path | None = None) -> pl.DataFrame:
 class PriceDataset(Dataset):
     name = "prices"
     suite = "prices"
-    # the price move is measured against the observations stored so far: the writer's part
-    history_columns = frozenset({"previous_usd_per_hour", "price_move_factor"})
+    # the price move and the plausibility (sql/prices/plausibility.sql) are measured against the observations
+    # stored so far: the writer's part
+    history_columns = frozenset({"previous_usd_per_hour", "price_move_factor", "gpu_price_factor", "vs_class_floor",
+                                 "vs_class_ceiling", "observed_hours_ahead"})
 
     def __init__(
         self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None, validation: PriceValidation | None = None
@@ -57,7 +60,7 @@ class PriceDataset(Dataset):
         outcome.provider, outcome.format = source.provider, source.format
 
     def validation_parameters(self) -> dict[str, Any]:
-        return {k: v for k, v in self.validation.model_dump().items() if k.startswith("max_")}
+        return {k: v for k, v in self.validation.model_dump().items() if k.startswith(("max_", "min_"))}
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         source, path = file.source, Path(file.source.path)
@@ -78,13 +81,20 @@ class PriceDataset(Dataset):
         execute(con, "prices/file_records_view")
         stage_records(con, self.aliases, self.overrides, file)
         rows_read = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
-        return Staged(rows_read=rows_read, skipped_by_reason=dict(result.skipped_by_reason),
-                      notes=list(result.notes))
+        skipped = dict(result.skipped_by_reason)
+        duplicates = collapse_duplicates(con)
+        if duplicates:
+            skipped[IDENTICAL_DUPLICATE] = duplicates
+        return Staged(rows_read=rows_read, skipped_by_reason=skipped, notes=list(result.notes))
 
     def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:
-        """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql)."""
+        """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql), and how
+        plausible each price is against its GPU's median and class bounds, and its date
+        (sql/prices/plausibility.sql)."""
         execute(con, "prices/price_move_factor")
         execute(con, "prices/stage_rows")
+        with registered(con, "price_gpu_classes", gpu_class_bounds(self.validation).to_arrow()):
+            execute(con, "prices/plausibility")
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
         path = Path(file.source.path)
@@ -105,6 +115,23 @@ class PriceDataset(Dataset):
         execute(con, "prices/insert_observations")
         execute(con, "prices/insert_storage_prices")
         return []
+
+
+def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
+    """Drop the staged rows identical to an earlier row of the file (sql/prices/collapse_duplicates.sql); returns
+    how many were dropped."""
+    before = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    execute(con, "prices/collapse_duplicates")
+    return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
+
+
+def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
+    """gpu, class_name, min_usd_per_gpu_hour, max_usd_per_gpu_hour: one row per GPU named in a class."""
+    rows = [(gpu, c.name, c.min_usd_per_gpu_hour, c.max_usd_per_gpu_hour)
+            for c in validation.gpu_classes for gpu in c.gpus]
+    return pl.DataFrame(rows, orient="row", schema={
+        "gpu": pl.String, "class_name": pl.String, "min_usd_per_gpu_hour": pl.Float64,
+        "max_usd_per_gpu_hour": pl.Float64})
 
 
 def _normalise_params(file: FileContext) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -57,9 +58,17 @@ def build_published(
     target: Path,
     model_versions: pl.DataFrame,
     price_window_days: int,
+    home: Path | None = None,
 ) -> PublishedFile:
-    """Write every published table from the warehouse `con` into a new file, then swap it into place."""
+    """Write every published table from the warehouse `con` into a new file, then swap it into place. An existing
+    `target` is replaced only if gpucost made it (tasks/publishing/ownership.py; `home` keeps the record of what
+    it wrote: GPUCOST_HOME when not given)."""
+    from tasks.publishing.ownership import check_database_target, remember_written
+    from tasks.settings import paths
+
+    home = home or paths().home
     started = time.perf_counter()
+    check_database_target(home, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(target)
     tmp = temporary_path(target)
@@ -74,12 +83,16 @@ def build_published(
         for (statement,) in query(con, "publish/history_column_comments").fetchall():  # the ranking's, copied
             con.execute(statement)
         result.rows = dict(query(con, "publish/table_rows").fetchall())
+        execute(con, "publish/marker", {"published_at": datetime.now(UTC)})
+        execute(con, "publish/marker_comments")
         execute(con, "publish/detach")
     except BaseException:
         con.execute("detach database if exists published")
         tmp.unlink(missing_ok=True)
         raise
+    check_database_target(home, target)  # still ours (or absent) at the moment it is replaced
     os.replace(tmp, target)
+    remember_written(home, target)
     result.size_bytes = target.stat().st_size
     result.seconds = time.perf_counter() - started
     return result

@@ -17,6 +17,7 @@ from tasks.config import Ranking, RankingCompute, ReferenceFiles
 from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
+from tasks.publishing.ownership import ForeignTargetError, remember_written
 from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_root
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import load_reference_tables, reference_paths
@@ -38,6 +39,17 @@ class PublishOutcome:
 def chart_path(published: Path) -> Path:
     """Beside the published database."""
     return published.with_name("gpu_cost_ranking.png")
+
+
+def check_targets(published: Path, parquet: Path, home: Path | None = None) -> None:
+    """Every file and folder publish writes is absent or gpucost's (tasks/publishing/ownership.py), else
+    ForeignTargetError naming it, before anything is written."""
+    from tasks.publishing.ownership import PNG_MAGIC, check_database_target, check_file_target, check_parquet_target
+
+    home = home or paths().home
+    check_database_target(home, published)
+    check_file_target(home, chart_path(published), "the ranking chart", PNG_MAGIC)
+    check_parquet_target(parquet)
 
 
 @contextmanager
@@ -64,6 +76,7 @@ def publish_night(
     target = target or paths().published
     config = ranking or project_config.ranking()
     reference = reference or project_config.settings().reference
+    check_targets(target, parquet_root(config.publish))  # before any work: nothing we did not make is replaced
     load_reference_tables(con, reference_paths(reference))
     versions, note = read_model_versions(tracking_uri or paths().mlflow_tracking_uri)
     notes = [note] if note else []
@@ -75,14 +88,19 @@ def publish_night(
         points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
     parquet = None
     try:
+        spill = paths().home / config.compute.temp_directory
+        spill.mkdir(parents=True, exist_ok=True)
         parquet = export_parquet(published.path, parquet_root(config.publish), published_at,
-                                 config.publish.parquet_snapshots_kept)
-    except (OSError, duckdb.Error) as error:
+                                 config.publish.parquet_snapshots_kept,
+                                 {"memory_limit": config.compute.memory_limit, "temp_directory": str(spill)})
+    except (OSError, duckdb.Error, ForeignTargetError) as error:
         # the database users query is already in place: a shared folder that is down costs only the Parquet copy
         notes.append(f"Parquet copy of the published tables not written: {error}")
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")
+    else:
+        remember_written(paths().home, chart)
     markdown = summary_markdown(result, published, top, chart, notes)
     if parquet is not None:
         markdown += f"\nParquet snapshot for other readers: {parquet.path} (pointer {parquet.root / 'LATEST'})\n"

@@ -67,10 +67,16 @@ def _replace_atomically(root: Path, name: str, write: Any) -> None:
     os.replace(tmp, root / name)
 
 
-def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int) -> ParquetSnapshot:
-    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it."""
+def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int,
+                   limits: dict[str, Any] | None = None) -> ParquetSnapshot:
+    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it. `root`
+    must be absent, empty or ours (tasks/publishing/ownership.py: ForeignTargetError otherwise, nothing written)."""
+    from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
+
+    check_parquet_target(root)
     snapshots = root / SNAPSHOTS
     snapshots.mkdir(parents=True, exist_ok=True)
+    mark_parquet_root(root)
     name = snapshot_name(published_at)
     if (snapshots / name).exists():  # published twice within a second: keep both, the newer one suffixed
         name = f"{name}-{os.getpid()}"
@@ -80,12 +86,14 @@ def export_parquet(published: Path, root: Path, published_at: datetime, snapshot
     staging.mkdir()
     snapshot = ParquetSnapshot(root=root, path=snapshots / name)
     try:
-        with duckdb.connect(str(published), read_only=True) as con:
+        # DuckDB capped (`limits`: memory_limit, temp_directory): uncapped, its Parquet writer held 6.9 GB for
+        # 1.2 M offers' ranking rows
+        with duckdb.connect(str(published), read_only=True, config=dict(limits or {})) as con:
             for table in PUBLISHED_TABLES:
                 partition = PARTITIONED.get(table)
                 relation = con.table(table)
                 if partition:
-                    relation.write_parquet(str(staging / table), compression="zstd", partition_by=[partition])
+                    write_partitions(con, table, partition, staging / table)
                     snapshot.files[table] = snapshot.path / table
                 else:
                     relation.write_parquet(str(staging / f"{table}.parquet"), compression="zstd")
@@ -99,6 +107,20 @@ def export_parquet(published: Path, root: Path, published_at: datetime, snapshot
     _replace_atomically(root, LINK, lambda tmp: tmp.symlink_to(relative, target_is_directory=True))
     snapshot.removed = prune_snapshots(root, keep=snapshots_kept, current=snapshot.path)
     return snapshot
+
+
+def write_partitions(con: duckdb.DuckDBPyConnection, table: str, column: str, folder: Path) -> None:
+    """`table` as Hive-style partitions (`<column>=<value>/data_0.parquet`, the column in the folder name only),
+    written one partition at a time: DuckDB's partitioned writer holds every night's rows in memory at once (the
+    history of two nights of 1.2 M offers: 3 GB)."""
+    relation = con.table(table)
+    values = [value for (value,) in relation.select(duckdb.ColumnExpression(column)).distinct().fetchall()]
+    for value in sorted(values, key=str):
+        target = folder / f"{column}={value}"
+        target.mkdir(parents=True)
+        part = relation.filter(duckdb.ColumnExpression(column) == duckdb.ConstantExpression(value))
+        part.select(duckdb.StarExpression(exclude=[column])).write_parquet(str(target / "data_0.parquet"),
+                                                                          compression="zstd")
 
 
 def prune_snapshots(root: Path, keep: int, current: Path) -> list[Path]:

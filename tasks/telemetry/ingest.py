@@ -126,7 +126,8 @@ class TelemetryDataset(Dataset):
                     raise
                 raise FileError(f"cannot normalise: {describe_error(error)}") from error
             execute(con, "telemetry/duplicate_runs")
-            execute(con, "telemetry/stage_runs")
+            execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
+            execute(con, "telemetry/drop_normalised_runs")
         identical = query(con, "telemetry/count_identical_duplicates").fetchall()[0][0]
         execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
@@ -139,9 +140,13 @@ class TelemetryDataset(Dataset):
         else DuckDB's own error (e.g. out of memory) is what the file is quarantined with."""
         try:
             return read_into_duckdb(con, path)
-        except duckdb.Error:
+        except duckdb.Error as error:
+            failed = error
+        try:
             read_telemetry(path)
-            raise
+        except TelemetryFileError as fault:
+            raise fault from None  # the file's own fault, whatever DuckDB ran short of on the way
+        raise failed
 
     def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
         """staging_file_records -> the view staging_normalised_runs (contract values, record text, source

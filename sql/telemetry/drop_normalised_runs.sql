@@ -1,0 +1,2 @@
+-- The normalised chunks' view, once staging_file_rows holds the staged rows (sql/telemetry/stage_runs.sql).
+drop view staging_normalised_runs;
