@@ -376,18 +376,30 @@ class FeatureColumns(Strict):
 
 class Structured(Strict):
     optimizer_bytes_per_param: Positive
-    inter_node_gbps: Positive
-    gpus_per_node: Count
-    nvl_domain_gpus: Count
+    default_scale_up_domain_gpus: Annotated[float, Field(ge=1)]
+    default_scale_out_gbps_per_gpu: Positive
+    scale_out_efficiency: Annotated[float, Field(gt=0, le=1)]
+    a2a_scale_up_efficiency: Annotated[float, Field(gt=0, le=1)]
+    a2a_scale_out_efficiency: Annotated[float, Field(gt=0, le=1)]
+    a2a_bytes_per_element: Positive
     default_global_batch_tokens: Positive
     default_micro_batch_tokens: Positive
-    moe_top_k: Positive
+    default_ffn_matrices: Positive
     shape_aspect_ratio: Positive
+    estimate_vocab: Positive
+    estimate_fine_grained_ratio: Annotated[float, Field(ge=1)]
+    estimate_top_k_coarse: Annotated[float, Field(ge=1)]
+    estimate_top_k_fine: Annotated[float, Field(ge=1)]
+    fsdp_memory_fraction: Annotated[float, Field(gt=0, le=1)]
     default_matmul_ceiling: Annotated[float, Field(gt=0, le=1)]
     framework_ridge: NonNegative
     max_framework_factor: Annotated[float, Field(ge=1)]
     lowp_ratio_prior: Positive
     lowp_ratio_weight: NonNegative
+    grouped_gemm_half_size_prior: Positive
+    grouped_gemm_prior_weight: NonNegative
+    a2a_overlap_prior: Fraction
+    a2a_overlap_prior_weight: NonNegative
     low_precision_share: dict[str, Fraction] = {}
     frameworks: dict[str, str] = {}
 

@@ -19,6 +19,8 @@ final as (
         tdp_w::double                     as tdp_w,                     -- W per GPU (board power cap)
         interconnect,
         intra_node_bw_gbps_unidir::double as intra_node_bw_gbps_unidir, -- GB/s per direction
+        scale_up_domain_gpus::bigint      as scale_up_domain_gpus,      -- GPUs sharing NVLink/xGMI in the default system
+        scale_out_gbps_per_gpu::double    as scale_out_gbps_per_gpu,    -- default network per GPU, Gb/s
         release_year::integer             as release_year,
         source,
         notes

@@ -13,6 +13,12 @@ create table if not exists core.telemetry_runs (
     active_params_b          double not null,   -- parameters active per token, billions (MoE); default params_b
     n_layers                 bigint,            -- model shape, when the record gives it
     d_model                  bigint,
+    moe_experts              bigint,            -- routed experts per MoE layer, when the record gives them
+    moe_top_k                bigint,            -- experts per token
+    moe_expert_ffn           bigint,            -- FFN (intermediate) size of one expert
+    moe_shared_experts       bigint,            -- always-on experts per MoE layer
+    scale_up_domain_gpus     bigint,            -- GPUs sharing NVLink / xGMI, when the record gives it
+    scale_out_gbps_per_gpu   double,            -- network per GPU beyond that domain, Gb/s
     seq_len                  bigint not null,   -- tokens
     precision                varchar not null,  -- family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
     precision_name           varchar,           -- the precision as the source spelled it
@@ -52,6 +58,12 @@ create table if not exists core.telemetry_run_history (
     active_params_b          double,
     n_layers                 bigint,
     d_model                  bigint,
+    moe_experts              bigint,
+    moe_top_k                bigint,
+    moe_expert_ffn           bigint,
+    moe_shared_experts       bigint,
+    scale_up_domain_gpus     bigint,
+    scale_out_gbps_per_gpu   double,
     seq_len                  bigint,
     precision                varchar,
     precision_name           varchar,
@@ -88,6 +100,19 @@ alter table core.telemetry_runs add column if not exists precision_recipe varcha
 alter table core.telemetry_runs add column if not exists quality_flag varchar;
 alter table core.telemetry_run_history add column if not exists precision_recipe varchar;
 alter table core.telemetry_run_history add column if not exists quality_flag varchar;
+-- Warehouses created before the MoE shape and machine columns.
+alter table core.telemetry_runs add column if not exists moe_experts bigint;
+alter table core.telemetry_runs add column if not exists moe_top_k bigint;
+alter table core.telemetry_runs add column if not exists moe_expert_ffn bigint;
+alter table core.telemetry_runs add column if not exists moe_shared_experts bigint;
+alter table core.telemetry_runs add column if not exists scale_up_domain_gpus bigint;
+alter table core.telemetry_runs add column if not exists scale_out_gbps_per_gpu double;
+alter table core.telemetry_run_history add column if not exists moe_experts bigint;
+alter table core.telemetry_run_history add column if not exists moe_top_k bigint;
+alter table core.telemetry_run_history add column if not exists moe_expert_ffn bigint;
+alter table core.telemetry_run_history add column if not exists moe_shared_experts bigint;
+alter table core.telemetry_run_history add column if not exists scale_up_domain_gpus bigint;
+alter table core.telemetry_run_history add column if not exists scale_out_gbps_per_gpu double;
 alter table core.telemetry_runs alter activation_checkpointing type varchar using
     case activation_checkpointing::varchar when 'true' then 'full' when 'false' then 'none'
          else activation_checkpointing::varchar end;

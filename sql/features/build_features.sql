@@ -2,7 +2,8 @@
 -- `feature_input` is registered by tasks/features.py: normalised runs (tasks/telemetry/normalise.py
 -- columns) plus `_feature_row` (input order). Throughput is optional (prediction inputs): without it
 -- the target, achieved TFLOP/s and MFU are null. FLOPs per token: see sql/ddl/041_flops_macros.sql.
--- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model).
+-- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model, heads, vocabulary, FFN, and for
+-- MoE models routed experts, top-k, shared experts, expert FFN size, layers without experts).
 -- $matmul_ceilings: data/reference/gpu_matmul_ceilings.csv (gpu -> measured maximum achievable matmul
 -- TFLOP/s and the theoretical peak it was measured against, bf16 and fp8).
 with runs as (
@@ -14,7 +15,21 @@ specs as (
 ),
 
 shapes as (
-    select model_name, n_layers::bigint as n_layers, d_model::bigint as d_model
+    select
+        model_name,
+        n_layers::bigint           as n_layers,
+        d_model::bigint            as d_model,
+        n_heads::bigint            as n_heads,
+        n_kv_heads::bigint         as n_kv_heads,
+        head_dim::bigint           as head_dim,
+        attention_layers::bigint   as attention_layers,
+        vocab::bigint              as vocab,
+        ffn_matrices::bigint       as ffn_matrices,
+        moe_experts::bigint        as moe_experts,
+        moe_top_k::bigint          as moe_top_k,
+        moe_shared_experts::bigint as moe_shared_experts,
+        moe_expert_ffn::bigint     as moe_expert_ffn,
+        moe_dense_layers::bigint   as moe_dense_layers
     from read_csv($model_shapes, header = true, all_varchar = true)
 ),
 
@@ -44,6 +59,28 @@ joined as (
         specs.mem_bandwidth_tbps,
         specs.tdp_w,
         specs.intra_node_bw_gbps_unidir,
+        shapes.n_heads as shape_n_heads,
+        shapes.n_kv_heads as shape_n_kv_heads,
+        shapes.head_dim as shape_head_dim,
+        shapes.attention_layers as shape_attention_layers,
+        shapes.vocab as shape_vocab,
+        shapes.ffn_matrices as shape_ffn_matrices,
+        -- MoE shape: the row's own values win, column by column; else the shipped shape of its model_name
+        coalesce(runs.moe_experts, shapes.moe_experts) as shape_moe_experts,
+        coalesce(runs.moe_top_k, shapes.moe_top_k) as shape_moe_top_k,
+        coalesce(runs.moe_expert_ffn, shapes.moe_expert_ffn) as shape_moe_expert_ffn,
+        coalesce(runs.moe_shared_experts, shapes.moe_shared_experts,
+                 case when coalesce(runs.moe_experts, shapes.moe_experts) is not null then 0 end)
+            as shape_moe_shared_experts,
+        case when runs.moe_experts is not null and shapes.moe_experts is null then 0
+             else shapes.moe_dense_layers end as shape_moe_dense_layers,
+        runs.moe_experts is not null or runs.moe_top_k is not null or runs.moe_expert_ffn is not null
+            or runs.moe_shared_experts is not null as moe_given_by_row,
+        -- the machine: the row's, else the GPU system's default (recorded in *_defaulted)
+        coalesce(runs.scale_up_domain_gpus, specs.scale_up_domain_gpus, 1) as machine_scale_up_domain_gpus,
+        coalesce(runs.scale_out_gbps_per_gpu, specs.scale_out_gbps_per_gpu) as machine_scale_out_gbps_per_gpu,
+        runs.scale_up_domain_gpus is null as scale_up_defaulted,
+        runs.scale_out_gbps_per_gpu is null as scale_out_defaulted,
         ceilings.matmul_ceiling_16bit,
         ceilings.matmul_ceiling_lowp
     from runs
@@ -112,7 +149,30 @@ final as (
         tokens_per_sec_per_gpu,                                             -- target, tokens/s per GPU
         tokens_per_sec_per_gpu * flops_per_token / 1e12     as achieved_tflops_per_gpu, -- model TFLOP/s per GPU
         tokens_per_sec_per_gpu * flops_per_token / (peak_tflops * 1e12) as mfu,
-        quality_flag                                                        -- non-null: kept out of training
+        quality_flag,                                                       -- non-null: kept out of training
+        shape_n_heads                                       as n_heads,     -- attention (query) heads
+        shape_n_kv_heads                                    as n_kv_heads,  -- key/value heads (GQA; MLA: = n_heads)
+        shape_head_dim                                      as head_dim,    -- per head (MLA: mean of q-k and v)
+        shape_attention_layers                              as attention_layers, -- layers with full attention (null: all)
+        shape_vocab                                         as vocab,       -- vocabulary, tokens
+        shape_ffn_matrices                                  as ffn_matrices, -- 3 gated (SwiGLU), 2 plain
+        shape_moe_experts                                   as moe_experts, -- routed experts per MoE layer
+        shape_moe_top_k                                     as moe_top_k,   -- routed experts per token
+        shape_moe_expert_ffn                                as moe_expert_ffn, -- FFN size of one expert
+        shape_moe_shared_experts                            as moe_shared_experts, -- always-on experts per MoE layer
+        shape_moe_dense_layers                              as moe_dense_layers, -- layers without experts
+        case
+            when not (active_params_b < params_b) then null
+            when shape_moe_experts is null or shape_moe_top_k is null or shape_moe_expert_ffn is null
+                then 'estimated'
+            when moe_given_by_row then 'row'
+            else 'reference'
+        end                                                 as moe_shape_source, -- row | reference | estimated
+        machine_scale_up_domain_gpus                        as scale_up_domain_gpus, -- GPUs sharing NVLink/xGMI
+        intra_node_bw_gbps_unidir                           as scale_up_gbps_per_gpu, -- GB/s per direction
+        machine_scale_out_gbps_per_gpu                      as scale_out_gbps_per_gpu, -- Gb/s per GPU (network)
+        scale_up_defaulted,                                 -- true: the GPU system's default domain
+        scale_out_defaulted                                 -- true: the GPU system's default network
     from per_token
 )
 

@@ -163,6 +163,8 @@ comment on column published.gpu_specs.fp4_dense_tflops is 'dense FP4 tensor peak
 comment on column published.gpu_specs.tdp_w is 'thermal design power per GPU, W';
 comment on column published.gpu_specs.interconnect is 'GPU-to-GPU interconnect within a node';
 comment on column published.gpu_specs.intra_node_bw_gbps_unidir is 'GPU-to-GPU bandwidth within a node per direction, GB/s';
+comment on column published.gpu_specs.scale_up_domain_gpus is 'default scale-up domain of the GPU system: GPUs sharing NVLink/xGMI (HGX 8, NVL72 72, PCIe 1), count';
+comment on column published.gpu_specs.scale_out_gbps_per_gpu is 'default scale-out network of the GPU system per GPU, Gb/s (gigabits per second)';
 comment on column published.gpu_specs.release_year is 'year of release';
 comment on column published.gpu_specs.source is 'where the figures come from';
 comment on column published.gpu_specs.notes is 'caveats';

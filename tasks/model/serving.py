@@ -161,6 +161,26 @@ class TokenEfficiencyModel:
 
 
 UNSCORED_REASON = "unscored_reason"   # why a row has no prediction (None when it has one)
+
+
+def assumption_notes(features: pl.DataFrame) -> list[str]:
+    """Per feature row, what the prediction assumed instead of the row: "moe_shape_estimated" (an MoE model
+    without its own or a reference MoE shape: estimated from total and active parameters) and
+    "machine_defaulted[scale_up_domain_gpus=8; scale_out_gbps_per_gpu=400]" (the GPU system's defaults of
+    data/reference/gpu_specs.csv, for the columns the row did not give)."""
+    notes = []
+    for row in features.iter_rows(named=True):
+        parts = []
+        if row.get("moe_shape_source") == "estimated":
+            parts.append("moe_shape_estimated")
+        defaulted = [f"{c}={row.get(c) if row.get(c) is not None else 'unknown'}"
+                     for c, flag in (("scale_up_domain_gpus", "scale_up_defaulted"),
+                                     ("scale_out_gbps_per_gpu", "scale_out_defaulted"))
+                     if row.get(flag)]
+        if defaulted:
+            parts.append("machine_defaulted[" + "; ".join(defaulted).replace(".0;", ";").removesuffix(".0") + "]")
+        notes.append(",".join(parts))
+    return notes
 MODEL_OUTPUT_COLUMNS = (*PREDICTION_COLUMNS, EXTRAPOLATION, UNSCORED_REASON)  # what the pyfunc returns
 
 
@@ -180,7 +200,9 @@ def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
         at = np.flatnonzero(scorable)
         for name in PREDICTION_COLUMNS:
             out.loc[at, name] = predicted[name].to_numpy(dtype="float64")
-        out.loc[at, EXTRAPOLATION] = predicted[EXTRAPOLATION].astype(str).to_numpy()
+        notes = assumption_notes(chosen)
+        out.loc[at, EXTRAPOLATION] = [",".join(x for x in (flag, note) if x) for flag, note in
+                                      zip(predicted[EXTRAPOLATION].astype(str), notes, strict=True)]
         for position, value in zip(at, predicted["predicted_tokens_per_sec_per_gpu"].to_numpy(), strict=True):
             if not np.isfinite(value):
                 reasons[position] = no_prediction_reason(engineered.row(int(position), named=True))

@@ -3,39 +3,52 @@ computed from first principles, with a few named, bounded efficiencies learned f
 
 Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / time):
 
-    t = k_fw x [ (t_linear + t_attention) x (1 + pipeline bubble) + t_memory + t_overhead + t_optimizer
-                 + t_tp x (1 - tp_overlap) + t_dp x (1 - dp_overlap) + t_all_to_all x (1 - dp_overlap) ]
+    t = k_fw x [ t_compute + t_overhead + t_optimizer + exposed(t_tp, tp_overlap) + exposed(t_dp, dp_overlap)
+                 + exposed(t_all_to_all, a2a_overlap) ]
+    t_compute = (t_linear + t_experts + t_attention) x (1 + pipeline bubble) + t_memory + t_moe_memory
+    exposed(t, o) = (1 - o) x t + max(0, o x t - t_compute)     (communication hides only behind compute)
 
-- t_linear: the linear layers' FLOPs, 2 x active params x passes (forward 1 + backward 2; LoRA/QLoRA
-  backward 1, the frozen weights get no gradient; +1 forward when every layer is recomputed), at the
-  peak of the precision the recipe runs them in: fp8/fp4 recipes run the linear layers at the fp8/fp4
-  peak x `lowp_matmul_efficiency`, 16-bit runs at the 16-bit peak x `matmul_efficiency`; MoE runs' linear
-  FLOPs are divided by `moe_efficiency` (grouped GEMMs, routing, load imbalance).
-- t_attention: causal attention's QK^T and AV, 2 x seq x d_model x n_layers FLOPs per token forward
-  (half of the 4 x seq x d_model x n_layers of a full square), x3 for forward + backward, +1 forward
-  with any recomputation, always at the 16-bit peak x `attention_efficiency` (no recipe runs attention
-  in fp8 here).
-- t_memory: elementwise / norm / activation traffic, `activation_bytes` bytes per layer per d_model per
-  token (plus `quantisation_bytes` more for fp8/fp4 recipes: the casts and scales of every linear
-  input), against the GPU's memory bandwidth.
-- t_overhead: `layer_overhead_us` per layer per micro-step (kernel launches, synchronisation), which does
-  not shrink on faster GPUs, spread over the micro-batch's tokens (x tp x cp GPUs sharing them).
-- t_optimizer: the optimizer's read-modify-write of its state and the weights, `optimizer_bytes_per_param`
-  (config) x parameters held per GPU, once per step, spread over the GPU's tokens per step.
-- t_tp: tensor-parallel all-reduces (4 per layer per token, forward + backward) against NVLink.
-- t_dp: data-parallel / FSDP gradient and weight traffic per step (parameters per model-parallel rank x
-  2 bytes x 2 (all-reduce) or 3 (FSDP: gather forward, gather backward, reduce-scatter)) against NVLink
-  inside a node (or an NVL72 domain) and the network per GPU beyond it, spread over tokens per step.
-- t_all_to_all: MoE token dispatch + combine (forward + backward, top-k copies of d_model x 2 bytes per
-  MoE layer) across the expert-parallel group.
+- t_linear: the dense linear layers' FLOPs (attention projections, dense FFNs, shared experts, router,
+  embeddings: 2 x (active params - routed expert params) x passes; forward 1 + backward 2, LoRA/QLoRA backward 1,
+  +1 forward when every layer is recomputed) at the peak of the precision the recipe runs them in: fp8/fp4
+  recipes run their share at the fp8/fp4 ceiling x `matmul_efficiency` x `lowp_matmul_ratio`, the rest at the
+  16-bit ceiling x `matmul_efficiency`.
+- t_experts (MoE): routed experts, 2 x top_k x ffn_matrices x d_model x expert_ffn x MoE layers x passes FLOPs,
+  at the same peaks, times the grouped-GEMM efficiency S / (S + `grouped_gemm_half_size`), S = tokens per expert
+  per micro-step x expert FFN columns per GPU (tokens per expert = tokens entering the MoE on a GPU per micro-step
+  x top_k x EP / experts): fine-grained experts on few tokens run small, slow GEMMs.
+- t_attention: QK^T and AV, 2 x seq x heads x head_dim x attention layers FLOPs per token forward (causal: half
+  a square), x3 for forward + backward, +1 with any recomputation, at the 16-bit ceiling x `attention_efficiency`.
+- t_memory: elementwise / norm / activation traffic, `activation_bytes` per layer per d_model per token (plus
+  `quantisation_bytes` for fp8/fp4 recipes), against HBM bandwidth; never at a low-precision peak.
+- t_moe_memory: permutation, unpermutation and routing, `moe_permute_bytes` per routed copy per d_model per MoE
+  layer per token, against HBM bandwidth: a low-precision recipe speeds up only the GEMMs.
+- t_overhead: `layer_overhead_us` per layer per micro-step, spread over the micro-batch's tokens (x tp x cp).
+- t_optimizer: `optimizer_bytes_per_param` x parameters held per GPU, once per step, over HBM bandwidth.
+- t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, over the scale-up link when the
+  TP group fits the scale-up domain, else over the network.
+- t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x 2 bytes x (2 for a
+  gradient all-reduce or the distributed optimizer's reduce-scatter + all-gather, once per step; 3 per
+  micro-step for FSDP: gather forward, gather backward, reduce-scatter), ring (n-1)/n. Dense weights over the
+  data-parallel group (all GPUs / (tp x pp)); routed experts over the expert-data-parallel group (all GPUs /
+  (ep x etp x pp)). Over the scale-up link when the whole run fits one domain, else over the network
+  (`scale_out_gbps_per_gpu` / 8 GB/s x `scale_out_efficiency`). A run that names no parallelism and whose
+  weights and optimizer state cannot fit one GPU is priced as FSDP.
+- t_all_to_all (MoE, EP > 1): dispatch + combine, forward + backward (+ forward again with full recomputation),
+  top_k x d_model x `a2a_bytes_per_element` per MoE layer per token, x (ep-1)/ep. The EP group spans ep x etp
+  consecutive GPUs: its peers inside the scale-up domain are reached at the scale-up bandwidth x
+  `a2a_scale_up_efficiency`, the rest over the network x `a2a_scale_out_efficiency`.
 - pipeline bubble: (pp - 1) / (virtual stages x micro-batches) (Narayanan et al. 2021).
 - k_fw: a per-framework factor, ridge-shrunk towards 1; a framework the training data does not have gets
-  the pooled value 1.
+  the pooled value.
 
 Fitted with scipy.optimize.least_squares on log(predicted time) - log(measured time) (robust soft-L1
-loss), every efficiency bounded. The model shape comes from the row (n_layers, d_model, or
-data/reference/model_shapes.csv by model_name) or, unknown, from the parameter count: N = 12 L d^2 with
-d = `shape_aspect_ratio` x L (7B: L 33, d 4,200; Llama-2-7B is 32 x 4096).
+loss), every efficiency bounded, ridge priors on the low-precision ratio, the grouped-GEMM half size and the
+all-to-all overlap (config/models.toml [structured]). The model shape comes from the row (n_layers, d_model),
+else data/reference/model_shapes.csv by model_name, else from the parameter count: N = 12 L d^2 with d =
+`shape_aspect_ratio` x L. An MoE model with neither its own nor a reference MoE shape gets one estimated from
+total and active parameters (`estimated_moe_shape`), and its prediction says so. The machine (scale-up domain,
+its bandwidth, the network per GPU) comes from the row, else from the GPU system's defaults in gpu_specs.csv.
 """
 
 from __future__ import annotations
@@ -58,7 +71,9 @@ from tasks.model.design import PHYSICS_BOUND
 STRUCTURED_NUMERIC = (
     "num_gpus", "params_b", "active_params_b", "seq_len", "micro_batch", "global_batch_tokens",
     "peak_tflops", "peak_16bit_tflops", "mem_bandwidth_tbps", "intra_node_bw_gbps_unidir", "n_layers", "d_model",
-    "matmul_ceiling_16bit", "matmul_ceiling_lowp",
+    "matmul_ceiling_16bit", "matmul_ceiling_lowp", "gpu_memory_gb", "n_heads", "head_dim", "attention_layers",
+    "ffn_matrices", "moe_experts", "moe_top_k", "moe_expert_ffn", "moe_shared_experts", "moe_dense_layers",
+    "scale_up_domain_gpus", "scale_up_gbps_per_gpu", "scale_out_gbps_per_gpu",
 )
 STRUCTURED_CATEGORICAL = ("precision", "precision_recipe", "workload", "activation_checkpointing", "framework",
                           "parallelism", "gpu")
@@ -73,10 +88,20 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "attention_efficiency": (0.4, 0.2, 1.0, "fraction of the 16-bit matmul ceiling (MAMF) reached by attention"),
     "activation_bytes": (40.0, 0.0, 400.0, "bytes per layer per d_model per token (elementwise/norm traffic)"),
     "quantisation_bytes": (20.0, 0.0, 400.0, "extra bytes per layer per d_model per token in fp8/fp4 recipes"),
-    "moe_efficiency": (0.7, 0.2, 1.0, "MoE linear-layer throughput relative to dense"),
+    "grouped_gemm_half_size": (1.0e6, 1.0e4, 1.0e8,
+                               "tokens per expert x expert FFN columns at which grouped GEMMs run at half speed"),
+    "moe_permute_bytes": (16.0, 0.0, 200.0,
+                          "bytes per routed copy per d_model per MoE layer per token (permute, unpermute, routing)"),
     "layer_overhead_us": (20.0, 0.0, 100.0, "microseconds per layer per micro-batch (launches, syncs)"),
     "tp_overlap": (0.5, 0.0, 1.0, "share of tensor-parallel communication hidden behind compute"),
-    "dp_overlap": (0.8, 0.0, 1.0, "share of data-parallel / all-to-all communication hidden behind compute"),
+    "dp_overlap": (0.8, 0.0, 1.0, "share of data-parallel / FSDP communication hidden behind compute"),
+    "a2a_overlap": (0.3, 0.0, 0.9, "share of MoE all-to-all communication hidden behind compute"),
+}
+# learned parameter -> (prior value, config key of its penalty weight): ridge on log(value / prior)
+PRIORS: dict[str, tuple[str, str]] = {
+    "lowp_matmul_ratio": ("lowp_ratio_prior", "lowp_ratio_weight"),
+    "grouped_gemm_half_size": ("grouped_gemm_half_size_prior", "grouped_gemm_prior_weight"),
+    "a2a_overlap": ("a2a_overlap_prior", "a2a_overlap_prior_weight"),
 }
 
 
@@ -87,20 +112,22 @@ def _first_int(pattern: str, text: str) -> int | None:
 
 @dataclass(frozen=True)
 class Layout:
-    """Parallel sizes a `parallelism` text gives (1 where it says nothing)."""
+    """Parallel sizes a `parallelism` text gives (1 where it says nothing; etp 0 = not said, i.e. = tp)."""
 
     tp: int = 1
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    etp: int = 0
     vp: int = 1
     grad_accum: int | None = None
     fsdp: bool = False
+    given: bool = False     # the text names any layout at all
 
 
 @lru_cache(maxsize=4096)
 def parse_parallelism(text: str | None) -> Layout:
-    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
+    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
     'TP 1; ZeRO-1 shard group 8; micro_num 4' -> sizes. Unreadable parts count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():
         return Layout()
@@ -113,10 +140,11 @@ def parse_parallelism(text: str | None) -> Layout:
     grad_accum = (_first_int(r"(?<![A-Za-z])GA\s*[= ]\s*(\d+)", t) or _first_int(r"grad_accum\s*(\d+)", t)
                   or _first_int(r"micro_num\s*(\d+)", t))
     vp_text = _first_int(r"(?<![A-Za-z])VP\s*[= ]\s*(\d+)", t)
+    etp_text = _first_int(r"(?<![A-Za-z])ETP\s*[= ]\s*(\d+)", t)
     fsdp = bool(re.search(r"FSDP|FULL_SHARD|ZeRO-3", t, flags=re.IGNORECASE)) and not re.search(
         r"FSDP\s+0\b", t)
-    return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), vp=max(1, vp_text or 1),
-                  grad_accum=grad_accum, fsdp=fsdp)
+    return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
+                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 
 
 def framework_family(text: str | None, families: Mapping[str, str]) -> str:
@@ -139,21 +167,58 @@ def estimated_shape(active_params_b: float, aspect_ratio: float) -> tuple[float,
 
 
 @dataclass(frozen=True)
+class MoeShape:
+    experts: np.ndarray      # routed experts per MoE layer
+    top_k: np.ndarray        # routed experts per token
+    expert_ffn: np.ndarray   # FFN size of one expert
+    moe_layers: np.ndarray   # layers with experts
+
+
+def estimated_moe_shape(total: np.ndarray, active: np.ndarray, layers: np.ndarray, width: np.ndarray,
+                        matrices: np.ndarray, cfg: StructuredConfig) -> MoeShape:
+    """An MoE shape from total and active parameters when neither the row nor the reference has one.
+
+    Parameters outside the routed experts are taken as the attention projections plus embedding and head,
+    N0 = 4 d^2 L + 2 V d (V = `estimate_vocab`), at most half the active ones. Then experts / top_k = (total -
+    N0) / (active - N0); top_k = `estimate_top_k_coarse` (2) when that ratio is at most
+    `estimate_fine_grained_ratio`, else `estimate_top_k_fine` (8); experts = top_k x ratio; expert FFN = (active
+    - N0) / (top_k x matrices x d x L); every layer has experts."""
+    n0 = np.minimum(4.0 * width**2 * layers + 2.0 * cfg.estimate_vocab * width, 0.5 * active)
+    ratio = np.maximum((total - n0) / np.maximum(active - n0, 1.0), 1.0)
+    top_k = np.where(ratio <= cfg.estimate_fine_grained_ratio, cfg.estimate_top_k_coarse, cfg.estimate_top_k_fine)
+    experts = np.maximum(np.round(top_k * ratio), top_k)
+    expert_ffn = (active - n0) / (top_k * matrices * width * layers)
+    return MoeShape(experts=experts, top_k=top_k, expert_ffn=expert_ffn, moe_layers=layers)
+
+
+@dataclass(frozen=True)
 class StructuredConfig:
     """Fixed physics constants (config/models.toml [structured]); the efficiencies are learned."""
 
     optimizer_bytes_per_param: float = 16.0   # Adam: fp32 master weight, m, v read + written, bf16 copy
-    inter_node_gbps: float = 50.0             # GB/s per GPU per direction beyond the NVLink domain (400 Gb/s NIC)
-    gpus_per_node: int = 8
-    nvl_domain_gpus: int = 72                 # GB200/GB300 NVL72: NVLink spans 72 GPUs
+    scale_out_efficiency: float = 0.9         # bus bandwidth of ring collectives / network line rate
+    a2a_scale_up_efficiency: float = 0.8      # all-to-all bandwidth / scale-up (NVLink, xGMI) line rate
+    a2a_scale_out_efficiency: float = 0.6     # all-to-all bandwidth / network line rate
+    a2a_bytes_per_element: float = 2.0        # bytes per hidden-state element dispatched (bf16)
+    default_scale_up_domain_gpus: float = 1.0
+    default_scale_out_gbps_per_gpu: float = 100.0   # Gb/s when neither the row nor the GPU system says
     default_global_batch_tokens: float = 4.0e6
     default_micro_batch_tokens: float = 8192.0   # tokens per micro-step when a run gives no micro_batch
-    moe_top_k: float = 2.0
+    default_ffn_matrices: float = 3.0         # gated FFN (SwiGLU): gate, up, down
     shape_aspect_ratio: float = 128.0
+    estimate_vocab: float = 128000.0
+    estimate_fine_grained_ratio: float = 6.0
+    estimate_top_k_coarse: float = 2.0
+    estimate_top_k_fine: float = 8.0
+    fsdp_memory_fraction: float = 0.8         # share of GPU memory the unsharded weights + optimizer may fill
     default_matmul_ceiling: float = 0.78      # measured max achievable matmul / peak of a GPU without a MAMF row
     framework_ridge: float = 4.0              # penalty weight on log framework factors (shrinks towards the pool)
     lowp_ratio_prior: float = 0.9             # prior of lowp_matmul_ratio when no fp8/fp4 run is in the data
     lowp_ratio_weight: float = 1.0            # its penalty weight (data with fp8 runs outweighs it)
+    grouped_gemm_half_size_prior: float = 1.0e6
+    grouped_gemm_prior_weight: float = 1.0
+    a2a_overlap_prior: float = 0.3
+    a2a_overlap_prior_weight: float = 1.0
     max_framework_factor: float = 2.0
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
@@ -178,13 +243,16 @@ class StructuredConfig:
 class Terms:
     """Per-row ingredients (arrays), independent of the learned parameters."""
 
-    linear_flops: np.ndarray       # FLOPs per token on one GPU's share (linear layers, incl. recompute)
+    linear_flops: np.ndarray       # FLOPs per token on one GPU's share (dense linear layers, incl. recompute)
+    expert_flops: np.ndarray       # FLOPs per token (routed experts, incl. recompute; 0 for dense models)
+    expert_gemm_size: np.ndarray   # tokens per expert per micro-step x expert FFN columns per GPU (inf: dense)
     attention_flops: np.ndarray    # FLOPs per token (causal attention, incl. recompute)
     linear_peak: np.ndarray        # FLOP/s: the achievable matmul peak the linear layers run at
     lowp_share: np.ndarray         # share of the linear FLOPs at that (fp8/fp4) peak; the rest at 16 bit
     peak_16bit: np.ndarray         # FLOP/s: the achievable 16-bit matmul peak (attention)
     bandwidth: np.ndarray          # B/s
     layer_width: np.ndarray        # n_layers x d_model (per token activation scale)
+    routed_width: np.ndarray       # top_k x d_model x MoE layers (per token routed hidden states; 0 dense)
     low_precision: np.ndarray      # bool
     moe: np.ndarray                # bool
     bubble: np.ndarray             # pipeline bubble fraction
@@ -194,7 +262,8 @@ class Terms:
     a2a_s: np.ndarray              # s per token
     overhead_units: np.ndarray     # layers x tp x cp / tokens per micro-batch (x overhead = s per token)
     framework: np.ndarray          # framework family per row
-    shape_estimated: np.ndarray    # bool: shape from the parameter count
+    shape_estimated: np.ndarray    # bool: layers x width from the parameter count
+    moe_shape_estimated: np.ndarray  # bool: MoE shape from total and active parameters
 
 
 def _num(frame: pd.DataFrame, name: str) -> np.ndarray:
@@ -209,9 +278,30 @@ def _text(frame: pd.DataFrame, name: str) -> list[str | None]:
     return [None if (v is None or (isinstance(v, float) and math.isnan(v))) else str(v) for v in frame[name]]
 
 
+def _given(values: np.ndarray, default: np.ndarray | float) -> np.ndarray:
+    return np.where(np.isfinite(values) & (values > 0), values, default)
+
+
+def collective_seconds(bytes_: np.ndarray, peers: np.ndarray, span: np.ndarray, domain: np.ndarray,
+                       scale_up_bytes_per_s: np.ndarray, scale_out_bytes_per_s: np.ndarray) -> np.ndarray:
+    """Seconds to move `bytes_` per GPU in a collective over a group of `peers` GPUs spread over `span`
+    consecutive GPUs: at the scale-up bandwidth when the span fits the domain, else at the network's (a ring
+    or an all-to-all through the network runs at the slowest link's pace)."""
+    return np.where(peers > 1, bytes_ / np.where(span <= domain, scale_up_bytes_per_s, scale_out_bytes_per_s), 0.0)
+
+
+def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, domain: np.ndarray,
+                       scale_up_bytes_per_s: np.ndarray, scale_out_bytes_per_s: np.ndarray) -> np.ndarray:
+    """Seconds for an all-to-all of `bytes_` per GPU (already x (ep-1)/ep) over `ep` peers spaced `etp` GPUs
+    apart: the peers inside the scale-up domain (domain / etp of them, the GPU itself included) are reached
+    over the scale-up link, the others over the network; the two shares add."""
+    peers_inside = np.clip(np.floor(domain / etp), 1.0, ep)
+    inside = np.where(ep > 1, (peers_inside - 1.0) / np.maximum(ep - 1.0, 1.0), 0.0)
+    return bytes_ * (inside / scale_up_bytes_per_s + (1.0 - inside) / scale_out_bytes_per_s)
+
+
 def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     """Every parameter-free part of the step-time sum, per row."""
-    n = len(frame)
     gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
     params = _num(frame, "params_b") * 1e9
     active = _num(frame, "active_params_b") * 1e9
@@ -222,6 +312,10 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     shape_estimated = ~(np.isfinite(layers) & np.isfinite(width) & (layers > 0) & (width > 0))
     layers = np.where(shape_estimated, est_layers, layers)
     width = np.where(shape_estimated, est_width, width)
+    # attention: heads x head_dim (Qwen3, GLM, MLA differ from d_model) over the layers that attend fully
+    attention_width = np.where(shape_estimated, width, _given(_num(frame, "n_heads") * _num(frame, "head_dim"), width))
+    attention_layers = np.where(shape_estimated, layers, _given(_num(frame, "attention_layers"), layers))
+    matrices = _given(_num(frame, "ffn_matrices"), cfg.default_ffn_matrices)
 
     precision = _text(frame, "precision")
     low = np.array([p in LOW_PRECISION for p in precision])
@@ -241,19 +335,58 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     lowp_share = np.array([shares.get(r or "", 1.0) for r in _text(frame, "precision_recipe")]) * low
     peak16 = peak16 * ceiling16
     bandwidth = _num(frame, "mem_bandwidth_tbps") * 1e12
-    nvlink = np.nan_to_num(_num(frame, "intra_node_bw_gbps_unidir"), nan=cfg.inter_node_gbps) * 1e9
+    memory = _num(frame, "gpu_memory_gb") * 1e9
+
+    # the machine: GPUs sharing the scale-up link, its bandwidth, and the network per GPU beyond it
+    domain = _given(_num(frame, "scale_up_domain_gpus"), cfg.default_scale_up_domain_gpus)
+    scale_out_gbps = _given(_num(frame, "scale_out_gbps_per_gpu"), cfg.default_scale_out_gbps_per_gpu)
+    scale_out = scale_out_gbps / 8.0 * 1e9                         # B/s per GPU per direction
+    scale_up = _num(frame, "scale_up_gbps_per_gpu")
+    scale_up = _given(scale_up, _num(frame, "intra_node_bw_gbps_unidir")) * 1e9
+    scale_up = np.where(np.isfinite(scale_up) & (domain > 1), scale_up, scale_out)
 
     layouts = [parse_parallelism(t) for t in _text(frame, "parallelism")]
     tp = np.array([lay.tp for lay in layouts], dtype="float64")
     pp = np.array([lay.pp for lay in layouts], dtype="float64")
     cp = np.array([lay.cp for lay in layouts], dtype="float64")
     ep = np.array([lay.ep for lay in layouts], dtype="float64")
+    # Megatron's expert tensor parallelism defaults to the tensor-parallel size
+    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     vp = np.array([lay.vp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
+    layout_given = np.array([lay.given for lay in layouts])
     # a layout asking for more GPUs than the run has (e.g. "PP=41" on 8 GPUs) is not believed: no pipeline
     pp = np.where(tp * pp * cp > gpus, 1.0, pp)
+    ep = np.minimum(ep, gpus)
+    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
     model_parallel = np.minimum(tp * pp * cp, gpus)
     dp = np.maximum(gpus / model_parallel, 1.0)
+
+    # MoE shape: the row's / reference's (features), else estimated from total and active parameters
+    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
+    experts, top_k = _num(frame, "moe_experts"), _num(frame, "moe_top_k")
+    expert_ffn = _num(frame, "moe_expert_ffn")
+    shared = np.nan_to_num(_num(frame, "moe_shared_experts"), nan=0.0)
+    dense_layers = np.nan_to_num(_num(frame, "moe_dense_layers"), nan=0.0)
+    known = np.isfinite(experts) & np.isfinite(top_k) & np.isfinite(expert_ffn) & (experts > 0) & (top_k > 0)
+    ep_named = np.array([bool(re.search(r"(?<![A-Za-z])EP\s*[= ]\s*\d", t or "")) for t in _text(frame, "parallelism")])
+    moe_shape_estimated = moe & ~known
+    guess = estimated_moe_shape(params, active, layers, width, matrices, cfg)
+    experts = np.where(known, experts, guess.experts)
+    top_k = np.where(known, top_k, guess.top_k)
+    expert_ffn = np.where(known, expert_ffn, guess.expert_ffn)
+    shared = np.where(known, shared, 0.0)
+    moe_layers = np.where(known, np.maximum(layers - dense_layers, 0.0), guess.moe_layers)
+    # FSDP over an MoE without a named EP: the experts are taken as sharded expert-parallel along the FSDP group
+    # (gathering every expert's weights each micro-step over the network is not how such runs are set up)
+    ep = np.where(moe & fsdp & ~ep_named & (ep == 1), np.minimum(np.maximum(gpus / (tp * pp * cp), 1.0), experts), ep)
+    expert_params = matrices * width * expert_ffn * moe_layers        # one expert across the MoE layers
+    routed_active = np.where(moe, top_k * expert_params, 0.0)
+    routed_total = np.where(moe, np.minimum(experts * expert_params, 0.98 * params), 0.0)
+    # what every token runs: attention, dense layers, shared experts, router, embeddings
+    dense_active = np.maximum(active - routed_active, 0.02 * active)
+    dense_total = np.maximum(params - routed_total, dense_active)
+    del shared  # shared experts are part of the active parameters outside the routed experts
 
     micro = _num(frame, "micro_batch")
     micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
@@ -263,37 +396,51 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                             np.maximum(cfg.default_global_batch_tokens, gpus / model_parallel * micro * seq))
     tokens_per_gpu_step = batch_tokens / gpus
     ga = np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64")
-    # checkpointing not given: none (the runs that do not say mostly recompute selectively at most)
     full = np.array([c == "full" for c in checkpointing])
     any_recompute = np.array([c in ("full", "selective") for c in checkpointing])
     passes = np.where(lora, 2.0, 3.0) + full            # forward 1 + backward 2 (LoRA: 1), + recompute
-    linear_flops = 2.0 * active * passes
-    attention_flops = 2.0 * seq * width * layers * (3.0 + any_recompute)
+    linear_flops = 2.0 * dense_active * passes
+    expert_flops = 2.0 * routed_active * passes
+    attention_flops = 2.0 * seq * attention_width * attention_layers * (3.0 + any_recompute)
 
-    # pipeline schedules split the local batch into at least as many micro-batches as stages
-    microbatches = np.maximum(np.where(np.isfinite(ga), ga, batch_tokens / (dp * micro * seq)), pp)
-    bubble = np.where(pp > 1, (pp - 1.0) / (vp * microbatches), 0.0)
+    # micro-steps per optimizer step on a GPU (pipeline schedules: at least as many as stages)
+    microbatches = np.maximum(np.where(np.isfinite(ga), ga, batch_tokens / (dp * micro * seq)), 1.0)
+    bubble = np.where(pp > 1, (pp - 1.0) / (vp * np.maximum(microbatches, pp)), 0.0)
 
-    # the domain NVLink spans: a node, or the 72-GPU NVL domain of GB200/GB300
-    gpu_names = _text(frame, "gpu")
-    domain = np.array([cfg.nvl_domain_gpus if (g or "").startswith("GB") else cfg.gpus_per_node for g in gpu_names],
-                      dtype="float64")
-    inter = cfg.inter_node_gbps * 1e9
+    # grouped GEMMs: tokens entering the MoE on a GPU per micro-step (sequence-split over cp, and over tp
+    # unless the experts are tensor-parallel too), x top_k routed copies, over the experts this GPU holds
+    tokens_in = micro * seq / cp * np.minimum(etp / tp, 1.0)
+    tokens_per_expert = tokens_in * top_k * ep / np.maximum(experts, 1.0)
+    expert_gemm_size = np.where(moe, tokens_per_expert * expert_ffn / etp, np.inf)
+
+    # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP
+    unsharded = cfg.optimizer_bytes_per_param * params / model_parallel
+    fsdp = fsdp | (~layout_given & np.isfinite(memory) & (unsharded > cfg.fsdp_memory_fraction * memory))
 
     # optimizer: state of the parameters this GPU holds (sharded by FSDP/ZeRO across data parallel too)
-    held = params / model_parallel / np.where(fsdp, dp, 1.0)
+    expert_mp = np.minimum(ep * etp * pp, gpus)
+    expert_dp = np.maximum(gpus / expert_mp, 1.0)
+    held = (dense_total / model_parallel / np.where(fsdp, dp, 1.0)
+            + routed_total / expert_mp / np.where(fsdp, expert_dp, 1.0))
     optimizer_s = cfg.optimizer_bytes_per_param * held / bandwidth / tokens_per_gpu_step
+
+    network = scale_out * cfg.scale_out_efficiency
     # tensor parallel: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, x t GPUs per token
-    tp_s = np.where(tp > 1, 16.0 * layers * width * (tp - 1.0) / nvlink, 0.0)
-    # data parallel: parameters per model-parallel rank x 2 bytes x (2 all-reduce | 3 FSDP), ring (d-1)/d
-    dp_bytes = params / model_parallel * 2.0 * np.where(fsdp, 3.0, 2.0) * (dp - 1.0) / dp
-    dp_bandwidth = np.where(gpus <= domain, nvlink, inter)
-    dp_s = np.where(dp > 1, dp_bytes / dp_bandwidth / tokens_per_gpu_step, 0.0)
-    # MoE all-to-all: dispatch + combine, forward + backward, top-k copies of the token's hidden state
-    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
-    a2a_bandwidth = np.where(ep * tp <= domain, nvlink, inter)
-    a2a_bytes = 4.0 * cfg.moe_top_k * width * 2.0 * layers * (ep - 1.0) / ep
-    a2a_s = np.where(moe & (ep > 1), a2a_bytes / a2a_bandwidth, 0.0)
+    tp_s = collective_seconds(16.0 * layers * width * (tp - 1.0), tp, tp, domain, scale_up, network)
+    # data parallel: weights per GPU x 2 bytes x (2 per step | FSDP: 3 per micro-step), ring (n-1)/n; dense
+    # weights over all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp)
+    weight_dp = np.maximum(gpus / (tp * pp), 1.0)
+    rounds = np.where(fsdp, 3.0 * microbatches, 2.0)
+    dense_bytes = dense_total / (tp * pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
+    expert_bytes = routed_total / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
+    dp_s = (collective_seconds(dense_bytes, weight_dp, gpus, domain, scale_up, network)
+            + collective_seconds(expert_bytes, expert_dp, gpus, domain, scale_up, network)) / tokens_per_gpu_step
+    # MoE all-to-all: dispatch + combine, forward + backward (+ forward again under full recomputation)
+    a2a_bytes = ((4.0 + 2.0 * full) * top_k * width * cfg.a2a_bytes_per_element * moe_layers
+                 * (ep - 1.0) / np.maximum(ep, 1.0))
+    a2a_s = np.where(moe & (ep > 1), all_to_all_seconds(
+        a2a_bytes, ep, etp, domain, scale_up * cfg.a2a_scale_up_efficiency, scale_out * cfg.a2a_scale_out_efficiency),
+        0.0)
 
     # fixed per-layer cost of a micro-step (kernel launches, synchronisation): the group of tp x cp GPUs
     # pushes micro_batch x seq tokens through each layer per micro-step
@@ -301,37 +448,55 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
 
     families = dict(cfg.frameworks)
     framework = np.array([framework_family(t, families) for t in _text(frame, "framework")], dtype=object)
-    del n
-    return Terms(linear_flops=linear_flops, attention_flops=attention_flops, linear_peak=linear_peak,
-                 lowp_share=lowp_share,
-                 peak_16bit=peak16, bandwidth=bandwidth, layer_width=layers * width, low_precision=low, moe=moe,
-                 bubble=bubble, optimizer_s=optimizer_s,
-                 overhead_units=overhead_units, tp_s=tp_s, dp_s=dp_s, a2a_s=a2a_s, framework=framework,
-                 shape_estimated=shape_estimated)
+    return Terms(linear_flops=linear_flops, expert_flops=expert_flops, expert_gemm_size=expert_gemm_size,
+                 attention_flops=attention_flops, linear_peak=linear_peak, lowp_share=lowp_share,
+                 peak_16bit=peak16, bandwidth=bandwidth, layer_width=layers * width,
+                 routed_width=np.where(moe, top_k * width * moe_layers, 0.0), low_precision=low, moe=moe,
+                 bubble=bubble, optimizer_s=optimizer_s, overhead_units=overhead_units, tp_s=tp_s, dp_s=dp_s,
+                 a2a_s=a2a_s, framework=framework, shape_estimated=shape_estimated,
+                 moe_shape_estimated=moe_shape_estimated)
+
+
+def exposed(comm: np.ndarray, overlap: float, compute: np.ndarray) -> np.ndarray:
+    """Communication left on the critical path: the share `overlap` can hide, but never more than the compute
+    it hides behind ((1 - o) t + max(0, o t - compute), the max smoothed over 1% of compute for the fit)."""
+    excess = overlap * comm - compute
+    soft = 0.01 * compute
+    return np.where(comm > 0, (1.0 - overlap) * comm + 0.5 * (excess + np.sqrt(excess**2 + soft**2)), 0.0)
 
 
 def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarray]:
     """Seconds per token per GPU, by part (before the framework factor)."""
-    moe = np.where(terms.moe, p["moe_efficiency"], 1.0)
     # fp8/fp4 recipes: their share of the linear FLOPs at the low-precision ceiling, the rest at 16 bit
-    low_eff = p["matmul_efficiency"] * p["lowp_matmul_ratio"] * moe
-    high_eff = p["matmul_efficiency"] * moe
-    linear = terms.linear_flops * np.where(
+    low_eff = p["matmul_efficiency"] * p["lowp_matmul_ratio"]
+    high_eff = p["matmul_efficiency"]
+    seconds_per_flop = np.where(
         terms.low_precision,
         terms.lowp_share / (terms.linear_peak * low_eff) + (1.0 - terms.lowp_share) / (terms.peak_16bit * high_eff),
         1.0 / (terms.linear_peak * high_eff))
+    finite = np.isfinite(terms.expert_gemm_size)
+    size = np.where(finite, terms.expert_gemm_size, 1.0)
+    grouped = np.where(finite, size / (size + p["grouped_gemm_half_size"]), 1.0)
+    linear = terms.linear_flops * seconds_per_flop
+    experts = terms.expert_flops * seconds_per_flop / grouped
     attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"])
     bytes_per_token = terms.layer_width * (p["activation_bytes"] + np.where(terms.low_precision,
                                                                              p["quantisation_bytes"], 0.0))
+    memory = bytes_per_token / terms.bandwidth
+    moe_memory = terms.routed_width * p["moe_permute_bytes"] / terms.bandwidth
+    bubble = 1.0 + terms.bubble
+    compute = (linear + experts + attention) * bubble + memory + moe_memory
     return {
-        "linear": linear * (1.0 + terms.bubble),
-        "attention": attention * (1.0 + terms.bubble),
-        "memory": bytes_per_token / terms.bandwidth,
+        "linear": linear * bubble,
+        "experts": experts * bubble,
+        "attention": attention * bubble,
+        "memory": memory,
+        "moe_memory": moe_memory,
         "layer_overhead": terms.overhead_units * p["layer_overhead_us"] * 1e-6,
         "optimizer": terms.optimizer_s,
-        "tensor_parallel": terms.tp_s * (1.0 - p["tp_overlap"]),
-        "data_parallel": terms.dp_s * (1.0 - p["dp_overlap"]),
-        "all_to_all": terms.a2a_s * (1.0 - p["dp_overlap"]),
+        "tensor_parallel": exposed(terms.tp_s, p["tp_overlap"], compute),
+        "data_parallel": exposed(terms.dp_s, p["dp_overlap"], compute),
+        "all_to_all": exposed(terms.a2a_s, p["a2a_overlap"], compute),
     }
 
 
@@ -353,11 +518,10 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
 
     def _log_time(self, terms: Terms, theta: np.ndarray, frameworks: list[str], pooled: float = 0.0,
                   index: np.ndarray | None = None) -> np.ndarray:
-        names = list(PARAMETERS)
-        p = dict(zip(names, theta[:len(names)], strict=True))
+        p = _parameter_values(theta)
         total = sum(step_time_parts(terms, p).values())
         index = self._framework_index(terms, frameworks) if index is None else index
-        log_factor = np.concatenate([[pooled], theta[len(names):len(names) + len(frameworks)]])[index]
+        log_factor = np.concatenate([[pooled], theta[len(PARAMETERS):len(PARAMETERS) + len(frameworks)]])[index]
         return np.log(total) + log_factor
 
     def fit(self, X: pd.DataFrame, y: np.ndarray) -> StructuredStepTime:
@@ -368,15 +532,16 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         ok = np.isfinite(log_time_measured) & np.isfinite(terms.linear_flops) & np.isfinite(terms.bandwidth)
         seen = sorted({str(f) for f in terms.framework[ok]}) if self.fit_framework else []
         frameworks = [f for f in seen if f not in ("unknown", "other")]
-        init = np.array([v[0] for v in PARAMETERS.values()] + [0.0] * len(frameworks))
+        init = np.array([_to_theta(k, v[0]) for k, v in PARAMETERS.items()] + [0.0] * len(frameworks))
         cap = math.log(cfg.max_framework_factor)
-        lower = np.array([v[1] for v in PARAMETERS.values()] + [-cap] * len(frameworks))
-        upper = np.array([v[2] for v in PARAMETERS.values()] + [cap] * len(frameworks))
+        lower = np.array([_to_theta(k, v[1]) for k, v in PARAMETERS.items()] + [-cap] * len(frameworks))
+        upper = np.array([_to_theta(k, v[2]) for k, v in PARAMETERS.items()] + [cap] * len(frameworks))
         ridge = math.sqrt(cfg.framework_ridge)
         sub = _subset(terms, ok)
-        lowp_index = list(PARAMETERS).index("lowp_matmul_ratio")
-        prior = math.log(cfg.lowp_ratio_prior)
-        prior_weight = math.sqrt(cfg.lowp_ratio_weight)
+        names = list(PARAMETERS)
+        # ridge priors: (position in theta, prior in theta's space, sqrt weight); ratios and sizes in log space
+        priors = [(names.index(name), _prior_space(name, getattr(cfg, value)), math.sqrt(getattr(cfg, weight)))
+                  for name, (value, weight) in PRIORS.items()]
 
         index = self._framework_index(sub, frameworks)
 
@@ -384,11 +549,12 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
             r = self._log_time(sub, theta, frameworks, index=index) - log_time_measured[ok]
             # each framework factor is shrunk towards 1 (ridge on its log)
             return np.concatenate([r, ridge * theta[len(PARAMETERS):],
-                                   [prior_weight * (math.log(theta[lowp_index]) - prior)]])
+                                   [w * (_prior_space(names[i], _from_theta(names[i], theta[i])) - prior)
+                                    for i, prior, w in priors]])
 
         result = least_squares(residuals, init, bounds=(lower, upper), loss="soft_l1", f_scale=0.1,
                                x_scale="jac", max_nfev=2000)
-        self.parameters_ = dict(zip(PARAMETERS, (float(v) for v in result.x[:len(PARAMETERS)]), strict=True))
+        self.parameters_ = _parameter_values(result.x)
         self.framework_factors_ = {f: float(math.exp(v)) for f, v in
                                    zip(frameworks, result.x[len(PARAMETERS):], strict=True)}
         self.theta_ = result.x
@@ -426,6 +592,27 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         out["framework_factor[pooled]"] = (math.exp(self.pooled_log_factor_),
                                            "step-time multiplier of a framework not in the training data")
         return out
+
+
+# learned parameters fitted as log10 of their value (they span orders of magnitude)
+LOG_FITTED = ("grouped_gemm_half_size",)
+
+
+def _to_theta(name: str, value: float) -> float:
+    return math.log10(value) if name in LOG_FITTED else value
+
+
+def _from_theta(name: str, value: float) -> float:
+    return 10.0 ** value if name in LOG_FITTED else value
+
+
+def _prior_space(name: str, value: float) -> float:
+    """Where a prior penalises: log of ratios and sizes, the value itself for overlaps (which may be 0)."""
+    return float(value) if name.endswith("overlap") else math.log(value)
+
+
+def _parameter_values(theta: np.ndarray) -> dict[str, float]:
+    return {name: float(_from_theta(name, v)) for name, v in zip(PARAMETERS, theta[:len(PARAMETERS)], strict=True)}
 
 
 def _subset(terms: Terms, mask: np.ndarray) -> Terms:

@@ -50,6 +50,12 @@ INPUT_KINDS: dict[str, str] = {
     "mfu": "float",
     "n_layers": "int",
     "d_model": "int",
+    "moe_experts": "int",
+    "moe_top_k": "int",
+    "moe_expert_ffn": "int",
+    "moe_shared_experts": "int",
+    "scale_up_domain_gpus": "int",
+    "scale_out_gbps_per_gpu": "float",
     "source": "text",
     "quality_flag": "text",
 }
@@ -65,6 +71,15 @@ NORMALISED_SCHEMA: dict[str, pl.DataType] = {
     "active_params_b": pl.Float64(),         # parameters active per token, billions (MoE); default params_b
     "n_layers": pl.Int64(),
     "d_model": pl.Int64(),
+    # MoE shape (override data/reference/model_shapes.csv): routed experts, experts per token, FFN size of one
+    # expert, shared experts (always-on, each of moe_expert_ffn)
+    "moe_experts": pl.Int64(),
+    "moe_top_k": pl.Int64(),
+    "moe_expert_ffn": pl.Int64(),
+    "moe_shared_experts": pl.Int64(),
+    # the machine (default: the GPU system's, data/reference/gpu_specs.csv)
+    "scale_up_domain_gpus": pl.Int64(),      # GPUs sharing NVLink / xGMI (1: none)
+    "scale_out_gbps_per_gpu": pl.Float64(),  # network per GPU beyond the domain, Gb/s (gigabits per second)
     "seq_len": pl.Int64(),                   # tokens
     "precision": pl.String(),                # family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
     "precision_name": pl.String(),           # the precision as the source spelled it
@@ -88,6 +103,10 @@ NORMALISED_SCHEMA: dict[str, pl.DataType] = {
 }
 
 NORMALISED_COLUMNS: tuple[str, ...] = tuple(NORMALISED_SCHEMA)
+# Optional columns added after records were first stored: they enter a record's hash only where given, so a
+# record stored before them keeps its hash (re-ingesting it changes nothing).
+LATE_OPTIONAL_COLUMNS: tuple[str, ...] = ("moe_experts", "moe_top_k", "moe_expert_ffn", "moe_shared_experts",
+                                          "scale_up_domain_gpus", "scale_out_gbps_per_gpu")
 
 # The feature columns (contract 1, names fixed), in order. build_features returns exactly these.
 FEATURE_COLUMNS: tuple[str, ...] = (
@@ -99,4 +118,10 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     "flops_per_token", "attention_flops_per_token", "attention_term_known", "n_layers", "d_model",
     "params_per_gpu_b", "memory_pressure_params_per_gb", "physics_bound_tokens_per_sec_per_gpu",
     "tokens_per_sec_per_gpu", "achieved_tflops_per_gpu", "mfu", "quality_flag",
+    # the model's shape beyond layers x width (row, else model_shapes.csv; MoE: else estimated by the model)
+    "n_heads", "n_kv_heads", "head_dim", "attention_layers", "vocab", "ffn_matrices", "moe_experts", "moe_top_k",
+    "moe_expert_ffn", "moe_shared_experts", "moe_dense_layers", "moe_shape_source",
+    # the machine: given by the row, else the GPU system's default (flagged)
+    "scale_up_domain_gpus", "scale_up_gbps_per_gpu", "scale_out_gbps_per_gpu", "scale_up_defaulted",
+    "scale_out_defaulted",
 )

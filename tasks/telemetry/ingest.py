@@ -32,7 +32,7 @@ from tasks.ingest.lifecycle import (
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.validation import ROW_KEY
-from tasks.telemetry.contract import INPUT_KINDS, NORMALISED_COLUMNS
+from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 from tasks.telemetry.readers import (
     RAW_VALUES,
@@ -64,10 +64,12 @@ def record_text(normalised: pl.DataFrame) -> pl.Series:
 
     The text is each value as polars writes it, joined by U+001F, null as U+0000 (DuckDB's sha256 of it gives
     the same hex digest as hashlib over the UTF-8 text)."""
+    base = [pl.col(c).cast(pl.String).fill_null("\x00") for c in NORMALISED_COLUMNS if c not in LATE_OPTIONAL_COLUMNS]
+    # a late optional column adds "\x1fname=value" only where given (older records keep their hash)
+    late = [pl.when(pl.col(c).is_null()).then(pl.lit("")).otherwise(pl.lit(f"\x1f{c}=") + pl.col(c).cast(pl.String))
+            for c in LATE_OPTIONAL_COLUMNS]
     return normalised.select(
-        pl.concat_str(
-            [pl.col(c).cast(pl.String).fill_null("\x00") for c in NORMALISED_COLUMNS], separator="\x1f"
-        ).alias("record_text")
+        pl.concat_str([pl.concat_str(base, separator="\x1f"), *late]).alias("record_text")
     ).to_series()
 
 

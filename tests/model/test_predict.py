@@ -77,7 +77,13 @@ def test_registered_model_takes_contract_rows_like_gpucost_predict(in_trained_ho
     # the fixture's 6 good rows are scored, its 4 broken ones (unknown GPU and precision, no fp8 peak on an
     # A100, no params_b) are not
     assert predicted["unscored_reason"].isna().tolist() == [True] * 6 + [False] * 4
-    assert predicted["extrapolation"].tolist()[:6] == ["unseen_framework"] * 2 + ["unseen_gpu,unseen_framework"] * 4
+    # no machine columns in the input: each row's GPU system defaults (gpu_specs.csv) are assumed and said
+    machine = ["machine_defaulted[scale_up_domain_gpus=8; scale_out_gbps_per_gpu=" + gbps + "]"
+               for gbps in ("200", "400", "400", "400", "400")] + [
+                   "machine_defaulted[scale_up_domain_gpus=1; scale_out_gbps_per_gpu=100]"]
+    assert predicted["extrapolation"].tolist()[:6] == [
+        f"{flags},{note}" for flags, note in zip(["unseen_framework"] * 2 + ["unseen_gpu,unseen_framework"] * 4,
+                                                  machine, strict=True)]
 
     # the signature: the contract's columns without throughput, the five a prediction needs required
     inputs = model.metadata.get_input_schema().inputs
@@ -107,7 +113,8 @@ def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, t
         assert all(math.isfinite(v) and v > 0 for v in (low, mid, high)) and low < mid < high
         # the fixture names no framework: the pooled framework factor, flagged; H200/B200/MI300X/L4 are unseen
         flags = "unseen_framework" if run_id in SEEN else "unseen_gpu,unseen_framework"
-        assert row["extrapolation"] == flags
+        # ... and the machine is the GPU system's default, said after the flags (it does not widen the interval)
+        assert row["extrapolation"].startswith(flags + ",machine_defaulted[scale_up_domain_gpus=")
         # relative width high/low = exp(2 x half-width) in log space, the half-width q x exp(b0 + b of each flag)
         # (no MFU clipping near MFU ~0.4)
         widening = conformal.widening()

@@ -22,8 +22,8 @@ ROW = {"num_gpus": 1, "params_b": 8.03, "active_params_b": 8.03, "seq_len": 4096
        # data/reference/gpu_matmul_ceilings.csv: H100 SXM MAMF 794.5 of 989 (bf16), 1402.6 of 1979 (fp8)
        "matmul_ceiling_16bit": 794.5 / 989, "matmul_ceiling_lowp": 1402.6 / 1979}
 PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "attention_efficiency": 0.5, "activation_bytes": 100.0,
-          "quantisation_bytes": 50.0, "moe_efficiency": 0.7, "layer_overhead_us": 10.0, "tp_overlap": 0.5,
-          "dp_overlap": 0.5}
+          "quantisation_bytes": 50.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
+          "layer_overhead_us": 10.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3}
 
 
 def test_step_time_of_one_row_by_hand() -> None:
