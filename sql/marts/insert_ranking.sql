@@ -84,16 +84,25 @@ measured_power as (
     group by runs.gpu
 ),
 
--- Per offer: what its cost depends on besides the cluster size (preemption, power, who pays for it).
+-- Per offer, narrow: what its cost depends on besides the cluster size (preemption, power, who pays for it).
 terms as (
     select
-        candidates.*,
+        candidates.candidate_id,
+        candidates.shape_id,
+        candidates.workload,
+        candidates.pre_reason,
+        candidates.token_budget,
+        candidates.usd_per_hour,
+        candidates.tdp_w,
+        candidates.term_hours,
+        candidates.checkpoints_kept,
+        candidates.checkpoint_gb,
+        candidates.storage_usd_per_gb_month,
         marts.interruption_rate_per_hour(
             candidates.pricing, rates.interruption_rate_per_hour, $default_interruption_rate
         ) as interruption_rate_per_hour,
         marts.lost_hours_per_interruption($checkpoint_interval_minutes, $restart_minutes)
             as lost_hours_per_interruption,
-        marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh) as is_owned,
         marts.utilisation_of_tdp(measured_power.measured_fraction_of_tdp, $utilisation_of_tdp::double)
             as utilisation_of_tdp,
         case when measured_power.measured_fraction_of_tdp is not null
@@ -106,7 +115,7 @@ terms as (
         marts.billed_usd_per_kwh(marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh),
             candidates.electricity_usd_per_kwh) as billed_usd_per_kwh,
         $resale_fraction::double as resale_fraction
-    from candidates
+    from ranking_candidates as candidates
     left join rates on rates.provider = candidates.provider
     left join measured_power on measured_power.gpu = candidates.gpu
 ),
@@ -116,7 +125,9 @@ terms as (
 evaluated as (
     select
         terms.candidate_id,
+        terms.workload,
         judged.instances,
+        judged.has_prediction,
         judged.feasible,
         judged.hours_to_finish,
         marts.expected_hours(judged.hours_to_finish, judged.instances, terms.interruption_rate_per_hour,
@@ -152,10 +163,44 @@ picked as (
     group by candidate_id
 ),
 
+choices as (
+    select * from (values ('cheapest'), ('fastest')) as choice(cluster_choice)
+),
+
+-- Ranks over the ranked choices only, on a narrow projection (a window sorts every column it carries): by cost
+-- among the offers' cheapest choices, by time among their fastest. A choice is ranked when its rung has a
+-- prediction and meets the deadline (rows with a pre_reason have no rungs).
+ranks as (
+    select
+        evaluated.candidate_id,
+        choices.cluster_choice,
+        case when choices.cluster_choice = 'cheapest' then rank() over (
+            partition by evaluated.workload, choices.cluster_choice
+            order by evaluated.expected_total_usd, evaluated.expected_hours) end as rank_by_cost,
+        case when choices.cluster_choice = 'fastest' then rank() over (
+            partition by evaluated.workload, choices.cluster_choice
+            order by evaluated.expected_hours, evaluated.expected_total_usd) end as rank_by_time
+    from picked
+    cross join choices
+    join evaluated
+        on evaluated.candidate_id = picked.candidate_id
+        and evaluated.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                                                              else picked.fastest_instances end
+    where evaluated.has_prediction and evaluated.feasible
+),
+
 joined as (
     select
-        terms.*,
-        choice.cluster_choice,
+        candidates.*,
+        terms.interruption_rate_per_hour,
+        terms.lost_hours_per_interruption,
+        terms.utilisation_of_tdp,
+        terms.utilisation_of_tdp_source,
+        terms.pue,
+        terms.billed_usd_per_kwh,
+        terms.resale_fraction,
+        marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh) as is_owned,
+        choices.cluster_choice,
         judged.instances,
         judged.gpus,
         judged.has_prediction,
@@ -169,19 +214,22 @@ joined as (
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
-        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
-    from terms
-    cross join (values ('cheapest'), ('fastest')) as choice(cluster_choice)
+        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu,
+        specs.source as gpu_spec_source
+    from candidates
+    join terms using (candidate_id)
+    cross join choices
     left join picked using (candidate_id)
     left join judged
-        on judged.shape_id = terms.shape_id
-        and judged.instances = case choice.cluster_choice when 'cheapest' then picked.cheapest_instances
-                                                          else picked.fastest_instances end
+        on judged.shape_id = candidates.shape_id
+        and judged.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                                                           else picked.fastest_instances end
     left join spot_spread
-        on terms.pricing = 'spot'
-        and spot_spread.provider = terms.provider and spot_spread.region = terms.region
-        and spot_spread.zone_key = terms.zone_key and spot_spread.instance_type = terms.instance_type
-    left join telemetry on telemetry.gpu = terms.gpu
+        on candidates.pricing = 'spot'
+        and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
+        and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
+    left join telemetry on telemetry.gpu = candidates.gpu
+    left join core.gpu_specs as specs on specs.gpu = candidates.gpu
 ),
 
 costed as (
@@ -264,22 +312,6 @@ noted as (
     from reasoned
 ),
 
--- Ranks over the ranked rows only, on a narrow projection (a window sorts every column it carries): by cost
--- among the offers' cheapest choices, by time among their fastest.
-ranks as (
-    select
-        candidate_id,
-        cluster_choice,
-        case when cluster_choice = 'cheapest' then
-            rank() over (partition by workload, cluster_choice order by expected_total_usd, expected_hours) end
-            as rank_by_cost,
-        case when cluster_choice = 'fastest' then
-            rank() over (partition by workload, cluster_choice order by expected_hours, expected_total_usd) end
-            as rank_by_time
-    from noted
-    where not_ranked_reason is null
-),
-
 final as (
     select
         noted.*,
@@ -293,6 +325,8 @@ final as (
     left join ranks using (candidate_id, cluster_choice)
 )
 
+-- Not sorted: ordering 10^6 wide rows per batch costs more than ranking them (it spills under the memory cap);
+-- readers order by rank_by_cost / rank_by_time (sql/offers/offers.sql does).
 select
     publish_date,
     published_at,
@@ -378,7 +412,4 @@ select
     storage_usd_per_gb_month,
     storage_price_source,
     checkpoint_storage_usd
-from final
--- Written best first: the published gpu_cost_ranking copies a night in this order without sorting it again.
-order by workload, cluster_choice, rank_by_cost nulls last, rank_by_time nulls last, provider, region, instance_type,
-    pricing, purchase_option, offering_class;
+from final;

@@ -61,7 +61,7 @@ storage_listed as (
 
 joined as (
     select
-        workloads.*,
+        workloads.* exclude (description),
         offers.provider,
         offers.region,
         offers.zone,
@@ -106,7 +106,6 @@ joined as (
         specs.gpu is not null                              as has_spec,
         specs.memory_gb                                    as gpu_memory_gb,
         specs.tdp_w,
-        specs.source                                       as gpu_spec_source,
         dense_peak_tflops(workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
             specs.fp8_dense_tflops, specs.fp4_dense_tflops) as native_peak_tflops,
         dense_peak_tflops(workloads.fallback_precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,

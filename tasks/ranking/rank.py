@@ -3,6 +3,8 @@ cost (sql/marts/*.sql, formulas in sql/ddl/070_marts_cost_model.sql) -> marts.gp
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Protocol
@@ -114,6 +116,18 @@ def workload_batches(workloads: pl.DataFrame, offers: int, rows_per_batch: int) 
     return [ordered.slice(i, per_batch) for i in range(0, ordered.height, per_batch)] or [ordered]
 
 
+@contextmanager
+def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB writes the ranking's tables on every thread (a night's rows are not stored sorted: readers order by
+    rank_by_cost / rank_by_time); the connection's setting is restored afterwards."""
+    [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
+    execute(con, "common/set_insertion_order", {"preserve": False})
+    try:
+        yield
+    finally:
+        execute(con, "common/set_insertion_order", {"preserve": preserve_order})
+
+
 def rank_offers(
     con: duckdb.DuckDBPyConnection,
     champion: ThroughputModel | None,
@@ -167,6 +181,7 @@ def rank_offers(
         registered(con, "ranking_interruption_rates", interruption_rates(config)),
         registered(con, "ranking_storage_prices", storage_prices(config)),
         registered(con, "ranking_owned_carbon", owned_carbon(config)),
+        row_order_free(con),
         transaction(con),
     ):
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
