@@ -67,8 +67,11 @@ def _replace_atomically(root: Path, name: str, write: Any) -> None:
     os.replace(tmp, root / name)
 
 
-def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int) -> ParquetSnapshot:
-    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it."""
+def export_parquet(published: Path, root: Path, published_at: datetime, snapshots_kept: int,
+                   memory_limit: str | None = None) -> ParquetSnapshot:
+    """Copy every table of the published database into a new snapshot under `root` and point LATEST at it.
+    `memory_limit` (config/ranking.toml [compute]) caps DuckDB while it writes (else 80% of RAM); the files keep
+    no row order (readers order by rank or date), which lets DuckDB write them in parallel without buffering."""
     snapshots = root / SNAPSHOTS
     snapshots.mkdir(parents=True, exist_ok=True)
     name = snapshot_name(published_at)
@@ -80,7 +83,9 @@ def export_parquet(published: Path, root: Path, published_at: datetime, snapshot
     staging.mkdir()
     snapshot = ParquetSnapshot(root=root, path=snapshots / name)
     try:
-        with duckdb.connect(str(published), read_only=True) as con:
+        with duckdb.connect(str(published), read_only=True,
+                            config={"preserve_insertion_order": False}
+                            | ({"memory_limit": memory_limit} if memory_limit else {})) as con:
             for table in PUBLISHED_TABLES:
                 partition = PARTITIONED.get(table)
                 relation = con.table(table)

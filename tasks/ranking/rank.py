@@ -3,8 +3,6 @@ cost (sql/marts/*.sql, formulas in sql/ddl/070_marts_cost_model.sql) -> marts.gp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Protocol
@@ -15,7 +13,7 @@ import polars as pl
 from tasks import config as project_config
 from tasks.config import Ranking
 from tasks.ranking.workloads import load_workloads, require_workloads
-from tasks.warehouse import execute, query, registered, transaction
+from tasks.warehouse import execute, query, registered, row_order_free, transaction
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String(),
@@ -114,18 +112,6 @@ def workload_batches(workloads: pl.DataFrame, offers: int, rows_per_batch: int) 
     ordered = workloads.sort("workload")
     per_batch = max(1, rows_per_batch // max(offers, 1))
     return [ordered.slice(i, per_batch) for i in range(0, ordered.height, per_batch)] or [ordered]
-
-
-@contextmanager
-def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB writes the ranking's tables on every thread (a night's rows are not stored sorted: readers order by
-    rank_by_cost / rank_by_time); the connection's setting is restored afterwards."""
-    [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
-    execute(con, "common/set_insertion_order", {"preserve": False})
-    try:
-        yield
-    finally:
-        execute(con, "common/set_insertion_order", {"preserve": preserve_order})
 
 
 def rank_offers(
