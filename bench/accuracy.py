@@ -3,11 +3,15 @@ every configured candidate (and of the registered champion's spec, when there is
 physics baseline fitted on the same training folds, plus the 80% interval coverage per grouping and per fold
 (each fold against normalised-conformal intervals calibrated without its rows) and the widening per flag.
 
-Runs entirely in memory (no warehouse, no MLflow writes): python -m bench.accuracy
+Dense and MoE runs are reported apart too (median APE and interval coverage per grouping), with a
+leave-one-model-out check on the MoE runs and the worst held-out MoE runs.
+
+Runs entirely in memory (no warehouse, no MLflow writes): python -m bench.accuracy [--candidates a,b]
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -22,7 +26,7 @@ from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline,
 from tasks.model.design import tokens_per_sec
 from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
-from tasks.model.training import evaluate_candidate, read_training_features
+from tasks.model.training import evaluate_candidate, moe_rows, read_training_features
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.settings import load_config, paths
 from tasks.sources import configured_telemetry_paths
@@ -55,7 +59,10 @@ def registered_champion_spec() -> tuple[str, CandidateSpec] | None:
     return f"v{champion.version}", CandidateSpec.from_json(champion.tags[TAG_SPEC])
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.accuracy")
+    parser.add_argument("--candidates", help="comma-separated candidate names (default: all configured)")
+    args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     config = load_config("models")
     started = time.perf_counter()
@@ -63,6 +70,9 @@ def main() -> int:
     target = TargetSpec.from_config(config["target"])
     folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
     specs = candidate_specs(config)
+    if args.candidates:
+        wanted = set(args.candidates.split(","))
+        specs = [s for s in specs if s.name in wanted or s.kind == BASELINE_KIND]
     registered = registered_champion_spec()
     if registered and registered[1] not in specs:
         specs.append(registered[1])
@@ -95,7 +105,26 @@ def main() -> int:
         covs = " | ".join(f"{evaluation.coverage[g]:.1%}" for g in groupings)
         print(f"| {evaluation.spec.name}{marks} | {apes} | {evaluation.score:.4f} | {covs} | {seconds:.1f} |")
 
-    champion = next(e for e, _ in evaluations if e.spec == champion_spec)
+    moe = moe_rows(data.frame)
+    print(f"\n## Dense ({int((~moe).sum())} runs) and MoE ({int(moe.sum())} runs) apart: held-out median APE "
+          f"and {level:.0%} interval coverage\n")
+    head = " | ".join(f"{g}: all / dense / MoE APE | {g}: all / dense / MoE coverage" for g in groupings)
+    print(f"| candidate | {head} |")
+    print("|---|" + "---|" * (2 * len(groupings)))
+    for evaluation, _ in sorted(evaluations, key=lambda item: item[0].score):
+        cells = []
+        for g in groupings:
+            kind = evaluation.by_kind(g, data)
+            cells.append(f"{evaluation.median_ape(g):.1%} / {kind['dense_median_ape']:.1%} / "
+                         f"{kind['moe_median_ape']:.1%}")
+            cells.append(f"{evaluation.coverage.get(g, float('nan')):.1%} / {kind['dense_interval_coverage']:.1%} / "
+                         f"{kind['moe_interval_coverage']:.1%}")
+        print(f"| {evaluation.spec.name} | " + " | ".join(cells) + " |")
+
+    champion = next((e for e, _ in evaluations if e.spec == champion_spec), None)
+    if champion is None:   # --candidates left the champion out: report the best evaluated one
+        champion = min((e for e, _ in evaluations), key=lambda e: e.score)
+        champion_label = "best evaluated candidate"
     print(f"\n## {champion_label} ({champion.spec.name}) vs constant-MFU baseline, per held-out fold\n")
     print(f"| grouping | held out | runs | champion median APE | baseline median APE | {level:.0%} interval coverage |")
     print("|---|---|---:|---:|---:|---:|")
@@ -122,6 +151,10 @@ def main() -> int:
               f"{conformal.calibration_rows} held-out residuals)\n")
         print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
               f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
+        if getattr(conformal, "moe_quantile", None) is not None:
+            moe_half = conformal.half_width(["moe"])[0]
+            print(f"an MoE run inside the training data: x/÷ {math.exp(moe_half):.3f} (its own q "
+                  f"{conformal.moe_quantile:.3f}, calibrated on the MoE runs' held-out residuals alone)\n")
         print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
         for flag, factor in conformal.widening().items():
             print(f"| {flag} | {factor:.3f} |")
@@ -136,10 +169,50 @@ def main() -> int:
         print(f"| {row['run_id']} | {row['source_group']} | {row['gpu']} | {row['num_gpus']} | {row['params_b']:g} | "
               f"{row['seq_len']} | {row['precision']} {row['precision_recipe']} | {data.tokens_per_sec[i]:.0f} | "
               f"{predicted[i]:.0f} |")
+    print_moe_checks(champion, data, target, config, g)
     print(f"\ninterval coverage ({level:.0%} target): "
           + ", ".join(f"{g} {champion.coverage[g]:.1%}" for g in groupings)
           + f"\ntotal {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def print_moe_checks(champion, data, target, config, grouping: str) -> None:  # noqa: ANN001 - bench printing
+    """The worst held-out MoE runs under `grouping`, and leave-one-model-out over the MoE runs (every run of
+    one MoE model held out, the model trained on all other runs)."""
+    import numpy as np
+
+    from tasks.model.evaluation import Fold, cross_validate
+
+    moe = moe_rows(data.frame)
+    predicted = tokens_per_sec(champion.cv[grouping].oof_log_mfu, data.physics_bound)
+    ratio = predicted / data.tokens_per_sec
+    ape = abs(ratio - 1)
+    print(f"\n## Worst five held-out MoE runs (leave-one-{grouping}-out, {champion.spec.name})\n")
+    print("| run_id | params total / active | gpu | GPUs | parallelism | precision | measured | predicted "
+          "| predicted / measured |\n|---|---|---|---:|---|---|---:|---:|---:|")
+    for i in [i for i in ape.argsort()[::-1] if moe[i]][:5]:
+        row = data.frame.iloc[i]
+        print(f"| {row['run_id']} | {row['params_b']:g}B / {row['active_params_b']:g}B | {row['gpu']} | "
+              f"{row['num_gpus']} | {row['parallelism']} | {row['precision']} | {data.tokens_per_sec[i]:.0f} | "
+              f"{predicted[i]:.0f} | {ratio[i]:.2f} |")
+    # a model = its (total, active) parameter count (the feature rows carry no model name)
+    names = np.array([f"{t:g}B total, {a:g}B active" for t, a in zip(data.frame["params_b"],
+                                                                   data.frame["active_params_b"], strict=True)])
+    folds = []
+    for index, name in enumerate(sorted(set(names[moe]))):
+        test = np.flatnonzero(moe & (names == name))
+        folds.append(Fold(index=index, held_out=name, train=np.flatnonzero(names != name), test=test))
+    result = cross_validate(champion.spec, data, "model_name", folds, target)
+    predicted = tokens_per_sec(result.oof_log_mfu, data.physics_bound)
+    print(f"\n## Leave-one-MoE-model-out ({champion.spec.name}): each MoE model's runs predicted by a fit "
+          "on every other run\n")
+    print("| held-out model | runs | median APE | median predicted / measured |\n|---|---:|---:|---:|")
+    all_ape = []
+    for fold in folds:
+        r = predicted[fold.test] / data.tokens_per_sec[fold.test]
+        all_ape.extend(abs(r - 1))
+        print(f"| {fold.held_out} | {len(fold.test)} | {np.median(abs(r - 1)):.1%} | {np.median(r):.2f} |")
+    print(f"| **all MoE runs** | {len(all_ape)} | **{np.median(all_ape):.1%}** | |")
 
 
 if __name__ == "__main__":

@@ -400,6 +400,8 @@ class Structured(Strict):
     grouped_gemm_prior_weight: NonNegative
     a2a_overlap_prior: Fraction
     a2a_overlap_prior_weight: NonNegative
+    moe_permute_bytes_prior: Positive
+    moe_permute_prior_weight: NonNegative
     low_precision_share: dict[str, Fraction] = {}
     frameworks: dict[str, str] = {}
 

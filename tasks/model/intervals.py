@@ -44,7 +44,10 @@ class IntervalOffsets:
 # takes the widths the data showed for each flag it carries.
 
 FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_framework",
-                               "beyond_largest_cluster", "moe_little_data")
+                               "beyond_largest_cluster", "moe_little_data", "moe", "moe_shape_estimated")
+# "moe" is on every MoE row (their errors differ from dense ones: own scale), "moe_shape_estimated" on MoE rows
+# whose shape was estimated from the parameter counts. Versions trained before a kind existed carry fewer
+# widenings: the kinds they do not know are ignored for them.
 
 
 def flag_matrix(flags: list[str] | np.ndarray) -> np.ndarray:
@@ -65,21 +68,32 @@ class NormalisedConformal:
     log_widening: tuple[float, ...]   # b_f per FLAG_KINDS (>= 0): added to the log scale when the flag applies
     quantile: float                   # q: conformal quantile of |residual| / scale
     calibration_rows: int             # residuals in the pool
+    # q of the MoE rows alone (Mondrian: their errors are not exchangeable with dense ones); None: the common q
+    moe_quantile: float | None = None
+
+    def quantiles(self, flags: list[str] | np.ndarray) -> np.ndarray:
+        """Per row: the conformal quantile that applies (the MoE one for rows flagged "moe", when calibrated)."""
+        moe_q = getattr(self, "moe_quantile", None)
+        if moe_q is None:
+            return np.full(len(flags), self.quantile)
+        return np.where(flag_matrix(flags)[:, FLAG_KINDS.index("moe")] > 0, moe_q, self.quantile)
 
     def scale(self, flags: list[str] | np.ndarray) -> np.ndarray:
-        return np.exp(self.log_scale + flag_matrix(flags) @ np.asarray(self.log_widening))
+        widening = np.asarray(self.log_widening)
+        return np.exp(self.log_scale + flag_matrix(flags)[:, :len(widening)] @ widening)
 
     def half_width(self, flags: list[str] | np.ndarray) -> np.ndarray:
         """Log-space half width of each row's interval: the interval is prediction x exp(+-half_width)."""
-        return self.quantile * self.scale(flags)
+        return self.quantiles(flags) * self.scale(flags)
 
     def widening(self) -> dict[str, float]:
         """Flag -> factor on the interval's log half-width (1 = no wider than a row inside the training data)."""
-        return {kind: math.exp(b) for kind, b in zip(FLAG_KINDS, self.log_widening, strict=True)}
+        return {kind: math.exp(b) for kind, b in zip(FLAG_KINDS, self.log_widening, strict=False)}
 
     def to_dict(self) -> dict[str, float]:
         return {"level": self.level, "log_scale": self.log_scale, "quantile": self.quantile,
                 "calibration_rows": float(self.calibration_rows),
+                **({"moe_quantile": self.moe_quantile} if getattr(self, "moe_quantile", None) is not None else {}),
                 **{f"widening[{k}]": v for k, v in self.widening().items()}}
 
     @classmethod
@@ -103,10 +117,20 @@ class NormalisedConformal:
         solution = lsq_linear(design, target_rest, bounds=(lower, np.full(design.shape[1], np.inf))).x
         widening[fitted] = solution[1:]
         scale = np.exp(solution[0] + matrix @ widening)
-        scores = np.sort(np.abs(r) / scale)
-        quantile = float(scores[min(n, math.ceil((n + 1) * level - _EPS)) - 1])
+        scores = np.abs(r) / scale
+        moe = matrix[:, FLAG_KINDS.index("moe")] > 0
+        # MoE rows get their own quantile once there are enough of them; the others keep the pooled one
+        moe_quantile = _conformal_quantile(scores[moe], level) if moe.sum() >= min_flag_rows else None
+        quantile = _conformal_quantile(scores, level)
         return cls(level=level, log_scale=float(solution[0]), log_widening=tuple(float(b) for b in widening),
-                   quantile=quantile, calibration_rows=n)
+                   quantile=quantile, calibration_rows=n, moe_quantile=moe_quantile)
+
+
+def _conformal_quantile(scores: np.ndarray, level: float) -> float:
+    """The ceil((n+1) level)-th smallest score (clamped to n): the finite-sample conformal quantile."""
+    ordered = np.sort(scores)
+    n = len(ordered)
+    return float(ordered[min(n, math.ceil((n + 1) * level - _EPS)) - 1])
 
 
 @dataclass(frozen=True)
@@ -134,9 +158,19 @@ def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags
     """Honest coverage of one grouping: each fold's rows (their held-out residuals and flags under this grouping)
     against an interval calibrated on the pool WITHOUT those rows (under any grouping). Returns (pooled
     coverage, fold index -> coverage)."""
+    hits = normalised_fold_hits(pool, residuals, flags, fold_of_row, level, **calibration)
+    per_fold = {int(fold): float(np.nanmean(hits[fold_of_row == fold]))
+                for fold in np.unique(fold_of_row[(fold_of_row >= 0) & np.isfinite(hits)])}
+    scored = np.isfinite(hits)
+    return (float(hits[scored].mean()) if scored.any() else float("nan")), per_fold
+
+
+def normalised_fold_hits(pool: CalibrationPool, residuals: np.ndarray, flags: list[str] | np.ndarray,
+                         fold_of_row: np.ndarray, level: float, **calibration: float) -> np.ndarray:
+    """Per row: 1 when its held-out residual lies inside the interval calibrated without its fold's rows, 0 when
+    not, NaN for a row in no fold (so coverage can be read for any subset of rows, e.g. the MoE runs)."""
     flags = np.asarray(flags, dtype=object)
-    per_fold: dict[int, float] = {}
-    covered = total = 0
+    hits = np.full(len(fold_of_row), np.nan)
     for fold in np.unique(fold_of_row[fold_of_row >= 0]):
         inside = np.flatnonzero(fold_of_row == fold)
         calibration_pool = pool.without_rows(inside)
@@ -144,8 +178,5 @@ def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags
             continue
         conformal = NormalisedConformal.calibrate(calibration_pool.residuals, calibration_pool.flags, level,
                                                   **calibration)
-        hit = np.abs(residuals[inside]) <= conformal.half_width(flags[inside])
-        per_fold[int(fold)] = float(hit.mean())
-        covered += int(hit.sum())
-        total += len(inside)
-    return (covered / total if total else float("nan")), per_fold
+        hits[inside] = np.abs(residuals[inside]) <= conformal.half_width(flags[inside])
+    return hits

@@ -60,7 +60,7 @@ class TrainingCoverage:
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
-        "moe_little_data", comma-separated ("" when none)."""
+        "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", comma-separated ("" when none)."""
         out = []
         for i, (_, row) in enumerate(frame.iterrows()):
             flags = []
@@ -78,6 +78,10 @@ class TrainingCoverage:
             moe = np.isfinite(total) and np.isfinite(active) and active < total * 0.999
             if moe and self.moe_rows < self.min_moe_rows:
                 flags.append("moe_little_data")
+            if moe:
+                flags.append("moe")
+            if moe and row.get("moe_shape_source") == "estimated":
+                flags.append("moe_shape_estimated")
             out.append(",".join(flags))
         return out
 
@@ -94,13 +98,14 @@ class TokenEfficiencyModel:
 
     @property
     def string_columns(self) -> tuple[str, ...]:
-        return ("gpu", "precision", "framework", *self.spec.uses_features.categorical)
+        return ("gpu", "precision", "framework", "moe_shape_source", *self.spec.uses_features.categorical)
 
     @property
     def input_columns(self) -> tuple[str, ...]:
         """What a caller passes: the feature columns the pipeline reads, the GPU id and the physics bound
         (and what the extrapolation flags read)."""
-        columns = ["gpu", PHYSICS_BOUND, "precision", "framework", "num_gpus", "params_b", "active_params_b"]
+        columns = ["gpu", PHYSICS_BOUND, "precision", "framework", "num_gpus", "params_b", "active_params_b",
+                   "moe_shape_source"]
         for name in self.spec.uses_features.input_columns:
             if name not in columns:
                 columns.append(name)
@@ -164,15 +169,13 @@ UNSCORED_REASON = "unscored_reason"   # why a row has no prediction (None when i
 
 
 def assumption_notes(features: pl.DataFrame) -> list[str]:
-    """Per feature row, what the prediction assumed instead of the row: "moe_shape_estimated" (an MoE model
-    without its own or a reference MoE shape: estimated from total and active parameters) and
+    """Per feature row, what the prediction assumed for the machine instead of the row:
     "machine_defaulted[scale_up_domain_gpus=8; scale_out_gbps_per_gpu=400]" (the GPU system's defaults of
-    data/reference/gpu_specs.csv, for the columns the row did not give)."""
+    data/reference/gpu_specs.csv, for the columns the row did not give). (An MoE shape estimated from the
+    parameter counts is an extrapolation flag, "moe_shape_estimated", which widens the interval.)"""
     notes = []
     for row in features.iter_rows(named=True):
         parts = []
-        if row.get("moe_shape_source") == "estimated":
-            parts.append("moe_shape_estimated")
         defaulted = [f"{c}={row.get(c) if row.get(c) is not None else 'unknown'}"
                      for c, flag in (("scale_up_domain_gpus", "scale_up_defaulted"),
                                      ("scale_out_gbps_per_gpu", "scale_out_defaulted"))

@@ -25,8 +25,9 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   layer per token, against HBM bandwidth: a low-precision recipe speeds up only the GEMMs.
 - t_overhead: `layer_overhead_us` per layer per micro-step, spread over the micro-batch's tokens (x tp x cp).
 - t_optimizer: `optimizer_bytes_per_param` x parameters held per GPU, once per step, over HBM bandwidth.
-- t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, over the scale-up link when the
-  TP group fits the scale-up domain, else over the network.
+- t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, plus (MoE with expert tensor
+  parallelism) an all-gather and a reduce-scatter of the routed copies forward and backward, 4 x top_k x d_model x
+  2 bytes x (etp-1) per MoE layer; over the scale-up link when the group fits the domain, else the network.
 - t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x 2 bytes x (2 for a
   gradient all-reduce or the distributed optimizer's reduce-scatter + all-gather, once per step; 3 per
   micro-step for FSDP: gather forward, gather backward, reduce-scatter), ring (n-1)/n. Dense weights over the
@@ -102,6 +103,7 @@ PRIORS: dict[str, tuple[str, str]] = {
     "lowp_matmul_ratio": ("lowp_ratio_prior", "lowp_ratio_weight"),
     "grouped_gemm_half_size": ("grouped_gemm_half_size_prior", "grouped_gemm_prior_weight"),
     "a2a_overlap": ("a2a_overlap_prior", "a2a_overlap_prior_weight"),
+    "moe_permute_bytes": ("moe_permute_bytes_prior", "moe_permute_prior_weight"),
 }
 
 
@@ -141,8 +143,9 @@ def parse_parallelism(text: str | None) -> Layout:
                   or _first_int(r"micro_num\s*(\d+)", t))
     vp_text = _first_int(r"(?<![A-Za-z])VP\s*[= ]\s*(\d+)", t)
     etp_text = _first_int(r"(?<![A-Za-z])ETP\s*[= ]\s*(\d+)", t)
-    fsdp = bool(re.search(r"FSDP|FULL_SHARD|ZeRO-3", t, flags=re.IGNORECASE)) and not re.search(
-        r"FSDP\s+0\b", t)
+    # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
+    fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
+                          flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
     return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
                   vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 
@@ -219,6 +222,8 @@ class StructuredConfig:
     grouped_gemm_prior_weight: float = 1.0
     a2a_overlap_prior: float = 0.3
     a2a_overlap_prior_weight: float = 1.0
+    moe_permute_bytes_prior: float = 16.0
+    moe_permute_prior_weight: float = 1.0
     max_framework_factor: float = 2.0
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
@@ -282,12 +287,17 @@ def _given(values: np.ndarray, default: np.ndarray | float) -> np.ndarray:
     return np.where(np.isfinite(values) & (values > 0), values, default)
 
 
-def collective_seconds(bytes_: np.ndarray, peers: np.ndarray, span: np.ndarray, domain: np.ndarray,
+def collective_seconds(bytes_: np.ndarray, peers: np.ndarray, stride: np.ndarray, domain: np.ndarray,
                        scale_up_bytes_per_s: np.ndarray, scale_out_bytes_per_s: np.ndarray) -> np.ndarray:
-    """Seconds to move `bytes_` per GPU in a collective over a group of `peers` GPUs spread over `span`
-    consecutive GPUs: at the scale-up bandwidth when the span fits the domain, else at the network's (a ring
-    or an all-to-all through the network runs at the slowest link's pace)."""
-    return np.where(peers > 1, bytes_ / np.where(span <= domain, scale_up_bytes_per_s, scale_out_bytes_per_s), 0.0)
+    """Seconds for a ring collective (all-reduce, all-gather, reduce-scatter) moving `bytes_` per GPU over a
+    group of `peers` GPUs placed `stride` GPUs apart. Inside one scale-up domain: the scale-up bandwidth. Across
+    domains, NCCL runs one ring per NIC and each ring leaves a domain once, so a domain's members of the group
+    share its network: per GPU min(scale-up, members per domain x network per GPU) (8 GPUs of an HGX node with
+    400 Gb/s each reach ~360 GB/s; a 1-GPU VM only its own NIC)."""
+    inside = peers * stride <= domain
+    members = np.clip(np.floor(domain / stride), 1.0, peers)
+    across = np.minimum(scale_up_bytes_per_s, members * scale_out_bytes_per_s)
+    return np.where(peers > 1, bytes_ / np.where(inside, scale_up_bytes_per_s, across), 0.0)
 
 
 def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, domain: np.ndarray,
@@ -426,15 +436,20 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
 
     network = scale_out * cfg.scale_out_efficiency
     # tensor parallel: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, x t GPUs per token
-    tp_s = collective_seconds(16.0 * layers * width * (tp - 1.0), tp, tp, domain, scale_up, network)
+    # + expert tensor parallelism: the routed copies are all-gathered before the experts and reduce-scattered
+    # after them, forward and backward: 4 x top_k x d_model x 2 bytes x (etp-1) per MoE layer per token
+    tp_bytes = 16.0 * layers * width * (tp - 1.0) + np.where(moe, 8.0 * top_k * width * moe_layers * (etp - 1.0), 0.0)
+    tp_s = collective_seconds(tp_bytes, np.maximum(tp, etp), np.ones_like(tp), domain, scale_up, network)
     # data parallel: weights per GPU x 2 bytes x (2 per step | FSDP: 3 per micro-step), ring (n-1)/n; dense
     # weights over all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp)
     weight_dp = np.maximum(gpus / (tp * pp), 1.0)
     rounds = np.where(fsdp, 3.0 * microbatches, 2.0)
     dense_bytes = dense_total / (tp * pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
     expert_bytes = routed_total / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
-    dp_s = (collective_seconds(dense_bytes, weight_dp, gpus, domain, scale_up, network)
-            + collective_seconds(expert_bytes, expert_dp, gpus, domain, scale_up, network)) / tokens_per_gpu_step
+    # (Megatron's rank order: tensor, context, data, pipeline: data-parallel peers are tp x cp GPUs apart; expert
+    # data-parallel peers ep x etp apart)
+    dp_s = (collective_seconds(dense_bytes, weight_dp, tp * cp, domain, scale_up, network)
+            + collective_seconds(expert_bytes, expert_dp, ep * etp, domain, scale_up, network)) / tokens_per_gpu_step
     # MoE all-to-all: dispatch + combine, forward + backward (+ forward again under full recomputation)
     a2a_bytes = ((4.0 + 2.0 * full) * top_k * width * cfg.a2a_bytes_per_element * moe_layers
                  * (ep - 1.0) / np.maximum(ep, 1.0))
@@ -451,7 +466,8 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     return Terms(linear_flops=linear_flops, expert_flops=expert_flops, expert_gemm_size=expert_gemm_size,
                  attention_flops=attention_flops, linear_peak=linear_peak, lowp_share=lowp_share,
                  peak_16bit=peak16, bandwidth=bandwidth, layer_width=layers * width,
-                 routed_width=np.where(moe, top_k * width * moe_layers, 0.0), low_precision=low, moe=moe,
+                 routed_width=np.where(moe, top_k * width * moe_layers, 0.0),
+                 low_precision=low, moe=moe,
                  bubble=bubble, optimizer_s=optimizer_s, overhead_units=overhead_units, tp_s=tp_s, dp_s=dp_s,
                  a2a_s=a2a_s, framework=framework, shape_estimated=shape_estimated,
                  moe_shape_estimated=moe_shape_estimated)
@@ -539,6 +555,11 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         ridge = math.sqrt(cfg.framework_ridge)
         sub = _subset(terms, ok)
         names = list(PARAMETERS)
+        # a parameter no training row depends on stays at its initial value (a free direction of the fit would
+        # otherwise wander, e.g. fp8 quantisation bytes fitted on 16-bit runs only)
+        for name in unidentified(sub):
+            i = names.index(name)
+            lower[i], upper[i] = init[i] - 1e-9, init[i] + 1e-9
         # ridge priors: (position in theta, prior in theta's space, sqrt weight); ratios and sizes in log space
         priors = [(names.index(name), _prior_space(name, getattr(cfg, value)), math.sqrt(getattr(cfg, weight)))
                   for name, (value, weight) in PRIORS.items()]
@@ -592,6 +613,22 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         out["framework_factor[pooled]"] = (math.exp(self.pooled_log_factor_),
                                            "step-time multiplier of a framework not in the training data")
         return out
+
+
+def unidentified(terms: Terms) -> list[str]:
+    """Learned parameters that no row of `terms` depends on."""
+    out = []
+    if not terms.low_precision.any():
+        out.append("quantisation_bytes")
+    if not terms.moe.any():
+        out += ["grouped_gemm_half_size", "moe_permute_bytes"]
+    if not (terms.a2a_s > 0).any():
+        out.append("a2a_overlap")
+    if not (terms.tp_s > 0).any():
+        out.append("tp_overlap")
+    if not (terms.dp_s > 0).any():
+        out.append("dp_overlap")
+    return out
 
 
 # learned parameters fitted as log10 of their value (they span orders of magnitude)

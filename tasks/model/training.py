@@ -58,6 +58,7 @@ from tasks.model.intervals import (
     IntervalOffsets,
     NormalisedConformal,
     normalised_fold_coverage,
+    normalised_fold_hits,
 )
 from tasks.model.serving import (
     TokenEfficiencyModel,
@@ -110,12 +111,30 @@ class CandidateEvaluation:
     score: float                                   # selection score (lower is better)
     coverage: dict[str, float] = field(default_factory=dict)   # grouping -> cross-fold interval coverage
     fold_coverage: dict[str, dict[int, float]] = field(default_factory=dict)  # grouping -> fold -> coverage
+    hits: dict[str, np.ndarray] = field(default_factory=dict)   # grouping -> per row 1/0 inside its interval
     conformal: NormalisedConformal | None = None   # intervals calibrated on every held-out residual
     importance: dict[str, float] = field(default_factory=dict)  # input column -> permutation importance
     fitted: Pipeline | None = None                 # fitted on all rows
 
     def median_ape(self, grouping: str) -> float:
         return self.cv[grouping].pooled["median_ape"]
+
+    def by_kind(self, grouping: str, data: TrainingData) -> dict[str, float]:
+        """Pooled held-out median APE and interval coverage of the dense and the MoE runs apart:
+        {"dense_median_ape", "moe_median_ape", "dense_interval_coverage", "moe_interval_coverage"} (NaN where
+        a kind has no rows)."""
+        result = self.cv[grouping]
+        predicted = tokens_per_sec(result.oof_log_mfu, data.physics_bound)
+        ape = np.abs(predicted / data.tokens_per_sec - 1.0)
+        moe = moe_rows(data.frame)
+        hits = self.hits.get(grouping, np.full(data.rows, np.nan))
+        out = {}
+        for kind, rows in (("dense", ~moe), ("moe", moe)):
+            finite = rows & np.isfinite(ape)
+            out[f"{kind}_median_ape"] = float(np.median(ape[finite])) if finite.any() else float("nan")
+            scored = rows & np.isfinite(hits)
+            out[f"{kind}_interval_coverage"] = float(hits[scored].mean()) if scored.any() else float("nan")
+        return out
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,13 @@ class TrainingOutcome:
         lines += ["", f"{self.intervals.level:.0%} interval coverage on held-out folds ({cover}); "
                   f"{self.rows} training rows; {self.wall_seconds:.1f} s."]
         return "\n".join(lines)
+
+
+def moe_rows(frame: pd.DataFrame) -> np.ndarray:
+    """True for MoE runs (fewer active than total parameters)."""
+    total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
+    active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
+    return np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
 
 
 def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -226,6 +252,8 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
         pool = CalibrationPool.concat([(r.residuals(data), rows, r.flags) for r in (*cv.values(), known)])
         settings = calibration_settings(icfg)
         for grouping, result in cv.items():
+            evaluation.hits[grouping] = normalised_fold_hits(
+                pool, result.residuals(data), result.flags, result.fold_of_row, level, **settings)
             evaluation.coverage[grouping], evaluation.fold_coverage[grouping] = normalised_fold_coverage(
                 pool, result.residuals(data), result.flags, result.fold_of_row, level, **settings)
         evaluation.conformal = NormalisedConformal.calibrate(pool.residuals, pool.flags, level, **settings)
@@ -304,6 +332,8 @@ def log_candidate_run(evaluation: CandidateEvaluation, data: TrainingData, datas
         add({f"cv_{grouping}/{name}": result.pooled[name] for name in METRICS})
         if grouping in evaluation.coverage:
             add({f"cv_{grouping}/interval_coverage": evaluation.coverage[grouping]})
+        # dense and MoE runs apart: their held-out median APE and interval coverage
+        add({f"cv_{grouping}/{name}": value for name, value in evaluation.by_kind(grouping, data).items()})
         for fold, covered in evaluation.fold_coverage.get(grouping, {}).items():
             add({f"cv_{grouping}/fold_interval_coverage": covered}, step=fold)
         mlflow.log_dict([{"fold": f.index, "held_out": f.held_out, "test_rows": len(f.test), **m}

@@ -64,6 +64,10 @@ def test_layouts_are_read_from_free_text() -> None:
     assert (lay.tp, lay.fsdp) == (8, True)
     assert parse_parallelism("FSDP FULL_SHARD; grad_accum 4").grad_accum == 4
     assert parse_parallelism(None).tp == 1
+    # sharded data parallelism under its other names; expert tensor parallelism (absent: 0 = same as TP)
+    assert all(parse_parallelism(t).fsdp for t in ("HSDP 8x4", "HYBRID_SHARD", "DeepSpeed ZeRO-3", "zero3"))
+    assert not parse_parallelism("ZeRO-1 shard group 8").fsdp
+    assert (parse_parallelism("TP 4 PP 1 CP 1 EP 8 ETP 4").etp, parse_parallelism("TP 4 EP 8").etp) == (4, 0)
 
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
@@ -106,7 +110,9 @@ def test_extrapolation_flags() -> None:
     ])
     flags = coverage.flags(frame, np.array([True, False]))
     assert flags[0] == ""
-    assert flags[1] == "unseen_gpu,unseen_precision_family,unseen_framework,beyond_largest_cluster,moe_little_data"
+    # every MoE row also carries "moe" (its own interval quantile and widening)
+    assert flags[1] == ("unseen_gpu,unseen_precision_family,unseen_framework,beyond_largest_cluster,moe_little_data,"
+                        "moe")
     assert math.isinf(TrainingCoverage().max_num_gpus)
 
 
@@ -174,6 +180,6 @@ def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
                          dict(row, params_b=109.0, active_params_b=17.0)])
     # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30)
     assert extrapolation_flagger({"min_moe_rows": 30})(train, test) == [
-        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data"]
+        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data,moe"]
     # a configuration = source x model size (rounded to 0.1 B)
     assert configuration_groups(test).tolist() == ["pytorch/torchtitan|8.0"] * 2 + ["pytorch/torchtitan|109.0"]

@@ -87,16 +87,27 @@ def test_interval_coverage_is_reported_and_sane(in_trained_home: tuple[Path, obj
 
 
 def test_another_candidate_set_with_the_same_winner_registers_nothing(training_features: pl.DataFrame,
-                                                                       small_config_dir: Path,
-                                                                       baseline_config_dir: Path, use_config) -> None:
+                                                                       small_config_dir: Path, use_config,
+                                                                       tmp_path: Path) -> None:
+    from tests.model.conftest import make_config_dir
+
     use_config(small_config_dir)
     first = train_and_register(training_features, load_config("models"))
-    use_config(baseline_config_dir)
+    # the small set without its lasso: on this file the structured model wins both sets (it beats the
+    # constant-MFU baseline on every grouping): same rows, same winning spec, same settings -> the same model
+    without_lasso = """
+[[candidates]]
+name = "physics_baseline"
+kind = "constant_mfu"
+
+[[candidates]]
+name = "structured_step_time"
+kind = "structured_step_time"
+"""
+    use_config(make_config_dir(tmp_path, without_lasso))
     again = train_and_register(training_features, load_config("models"))
-    # on this file alone the constant-MFU baseline wins the small set too (the structured model loses the
-    # leave-one-source-out grouping to it): same rows, same winning spec, same settings -> the same model
-    assert first.best == again.best == "physics_baseline"
-    assert again.scores["physics_baseline"] == pytest.approx(first.scores["physics_baseline"], rel=1e-12)
+    assert first.best == again.best == "structured_step_time"
+    assert again.scores["structured_step_time"] == pytest.approx(first.scores["structured_step_time"], rel=1e-12)
     assert (again.registered, again.version, again.alias) == (False, "1", "champion")
     client = MlflowClient(paths().mlflow_tracking_uri)
     assert [str(v.version) for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")] == ["1"]

@@ -1,0 +1,211 @@
+"""MoE and multi-node physics of the structured model, worked by hand: MoE FLOPs from the shape, all-to-all
+volume and time inside and across the scale-up domain, FSDP traffic per step over the network a machine really
+has, the machine defaults of a GPU system, MoE shape columns overriding the reference, and the estimate used when
+a model has no MoE shape at all."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from tasks.model.contract_rows import ContractFeatures
+from tasks.model.structured import StructuredConfig, compute_terms, estimated_moe_shape, step_time_parts
+
+# data/reference/model_shapes.csv, Qwen3-30B-A3B (HF config.json): 48 layers, d_model 2048, 128 experts, top-8,
+# expert FFN 768, SwiGLU (3 matrices), no shared experts, every layer MoE. 8 H100 SXM (HGX: NVLink 450 GB/s per
+# direction, 400 Gb/s network per GPU), as the bundled NeMo AutoModel run of that model (micro 4 x 4096 tokens).
+QWEN3_30B = {
+    "num_gpus": 8, "params_b": 30.5, "active_params_b": 3.3, "seq_len": 4096, "micro_batch": 4,
+    "global_batch_tokens": 2_097_152, "peak_tflops": 989.0, "peak_16bit_tflops": 989.0, "mem_bandwidth_tbps": 3.35,
+    "intra_node_bw_gbps_unidir": 450.0, "gpu_memory_gb": 80.0, "n_layers": 48, "d_model": 2048, "n_heads": 32,
+    "head_dim": 128, "ffn_matrices": 3, "moe_experts": 128, "moe_top_k": 8, "moe_expert_ffn": 768,
+    "moe_shared_experts": 0, "moe_dense_layers": 0, "precision": "bf16", "precision_recipe": "none",
+    "workload": "pretrain", "activation_checkpointing": "none", "framework": "NeMo AutoModel",
+    "parallelism": "FSDP 8 TP 1 PP 1 CP 1 EP 8 GA 16", "gpu": "H100-SXM", "matmul_ceiling_16bit": 794.5 / 989,
+    "matmul_ceiling_lowp": 1402.6 / 1979, "scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0,
+    "scale_out_gbps_per_gpu": 400.0,
+}
+CONFIG = StructuredConfig()   # scale-out efficiency 0.9, all-to-all 0.8 (scale-up) and 0.6 (network), bf16 tokens
+
+
+def terms_of(*rows: dict) -> object:
+    return compute_terms(pd.DataFrame(list(rows)), CONFIG)
+
+
+def test_moe_flops_per_token_come_from_the_shape() -> None:
+    terms = terms_of(QWEN3_30B)
+    # routed experts run per token: top-8 x 3 matrices x 2048 x 768 x 48 layers = 1,811,939,328 parameters,
+    # 2 FLOPs each, x3 (forward + backward): 10,871,635,968 FLOPs per token
+    assert terms.expert_flops[0] == pytest.approx(6 * 8 * 3 * 2048 * 768 * 48)
+    assert terms.expert_flops[0] == pytest.approx(10_871_635_968)
+    # everything else every token runs (attention, router, embeddings): 3.3e9 - 1,811,939,328 = 1,488,060,672
+    # parameters, x 6 = 8,928,364,032 FLOPs per token
+    assert terms.linear_flops[0] == pytest.approx(6 * (3.3e9 - 1_811_939_328))
+    # attention: 32 heads x 128 = 4096 wide (twice d_model), 2 x 4096 tokens x 4096 x 48 layers x 3 (fwd + bwd)
+    assert terms.attention_flops[0] == pytest.approx(2 * 4096 * 4096 * 48 * 3)
+
+
+def test_grouped_gemm_size_is_tokens_per_expert_times_expert_ffn() -> None:
+    terms = terms_of(QWEN3_30B)
+    # 4 x 4096 = 16,384 tokens per GPU per micro-step, x top-8 routed copies, spread over 128 / EP 8 = 16 local
+    # experts: 16,384 x 8 x 8 / 128 = 8,192 tokens per expert; x 768 FFN columns = 6,291,456
+    assert terms.expert_gemm_size[0] == pytest.approx(8192 * 768)
+    parts = step_time_parts(terms, dict(PARAMS, grouped_gemm_half_size=6_291_456.0))
+    ungrouped = step_time_parts(terms, dict(PARAMS, grouped_gemm_half_size=1e-9))
+    # a half size equal to the GEMM size: the experts run at half the speed of the dense GEMMs
+    assert parts["experts"][0] == pytest.approx(2 * ungrouped["experts"][0])
+
+
+def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
+    terms = terms_of(QWEN3_30B)
+    # one MoE layer, per token: dispatch + combine, forward + backward = 4 x top-8 x 2048 x 2 bytes = 131,072 B,
+    # of which 7/8 leave the GPU at EP 8: 114,688 B; x 48 layers = 5,505,024 B per token
+    per_layer = 4 * 8 * 2048 * 2 * 7 / 8
+    assert per_layer == 114_688
+    # EP 8 fits the 8-GPU NVLink domain: 450 GB/s x 0.8 = 360 GB/s -> 5,505,024 / 360e9 = 1.52917e-5 s per token
+    assert terms.a2a_s[0] == pytest.approx(114_688 * 48 / 360e9)
+    assert terms.a2a_s[0] == pytest.approx(1.52917e-5, rel=1e-5)
+
+
+def test_all_to_all_across_nodes_is_priced_at_the_network() -> None:
+    hgx = dict(QWEN3_30B, num_gpus=32, parallelism="FSDP 32 EP 32", global_batch_tokens=4_194_304)
+    nvl72 = dict(hgx, scale_up_domain_gpus=72, scale_up_gbps_per_gpu=900.0)
+    terms = terms_of(hgx, nvl72)
+    # EP 32: 131,072 B x 31/32 x 48 layers = 6,094,848 B per token
+    volume = 131_072 * 31 / 32 * 48
+    assert volume == 6_094_848
+    # on 8-GPU HGX nodes 7 of the 31 peers share the NVLink domain (360 GB/s), 24 are across the network:
+    # 400 Gb/s / 8 = 50 GB/s x 0.6 = 30 GB/s. 6,094,848 x (7/31 / 360e9 + 24/31 / 30e9) = 1.61108e-4 s per token
+    assert terms.a2a_s[0] == pytest.approx(volume * (7 / 31 / 360e9 + 24 / 31 / 30e9))
+    assert terms.a2a_s[0] == pytest.approx(1.61108e-4, rel=1e-5)
+    # inside a 72-GPU NVL72 domain (900 GB/s x 0.8 = 720 GB/s): 6,094,848 / 720e9 = 8.465e-6 s, 19x less
+    assert terms.a2a_s[1] == pytest.approx(volume / 720e9)
+    assert terms.a2a_s[0] / terms.a2a_s[1] == pytest.approx(19.03, rel=1e-3)
+
+
+# Llama-2-70B shape (config/workloads.toml "70b-pretrain-200b"): 68.98e9 parameters, 80 x 8192, 64 H100 SXM,
+# micro-batch 1 x 4096 tokens, 4,194,304 tokens per step, sharded with FSDP.
+LLAMA_70B = {
+    "num_gpus": 64, "params_b": 68.98, "active_params_b": 68.98, "seq_len": 4096, "micro_batch": 1,
+    "global_batch_tokens": 4_194_304, "peak_tflops": 989.0, "peak_16bit_tflops": 989.0, "mem_bandwidth_tbps": 3.35,
+    "intra_node_bw_gbps_unidir": 450.0, "gpu_memory_gb": 80.0, "n_layers": 80, "d_model": 8192, "n_heads": 64,
+    "head_dim": 128, "precision": "bf16", "precision_recipe": "none", "workload": "pretrain",
+    "activation_checkpointing": "none", "framework": None, "parallelism": "FSDP", "gpu": "H100-SXM",
+    "matmul_ceiling_16bit": 794.5 / 989, "matmul_ceiling_lowp": 1402.6 / 1979,
+}
+ONE_GPU_VMS = {"scale_up_domain_gpus": 1, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 100.0}
+HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 400.0}
+PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "attention_efficiency": 0.3, "activation_bytes": 100.0,
+          "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
+          "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3}
+
+
+def test_fsdp_bytes_per_step_over_the_network_a_machine_has() -> None:
+    terms = terms_of(dict(LLAMA_70B, **ONE_GPU_VMS), dict(LLAMA_70B, **HGX_NODES))
+    # 4,194,304 / (64 GPUs x 1 x 4096) = 16 micro-steps per step; FSDP gathers the weights forward and backward
+    # and reduce-scatters the gradients every micro-step: 68.98e9 x 2 B x 3 x 16 x 63/64 = 6.51861e12 B per GPU
+    step_bytes = 68.98e9 * 2 * 3 * 16 * 63 / 64
+    assert step_bytes == pytest.approx(6.51861e12, rel=1e-5)
+    # 1-GPU VMs: each GPU has only its own 100 Gb/s = 12.5 GB/s x 0.9 = 11.25 GB/s: 579.4 s per step, over
+    # 4,194,304 / 64 = 65,536 tokens per GPU: 8.841e-3 s per token
+    assert terms.dp_s[0] == pytest.approx(step_bytes / 11.25e9 / 65_536)
+    assert terms.dp_s[0] == pytest.approx(8.8414e-3, rel=1e-4)
+    # 8-GPU HGX nodes: one ring per NIC, each leaving the node once: 8 x 50 GB/s x 0.9 = 360 GB/s (below NVLink's
+    # 450): 18.11 s per step, 2.763e-4 s per token
+    assert terms.dp_s[1] == pytest.approx(step_bytes / 360e9 / 65_536)
+
+
+def test_70b_on_one_gpu_vms_is_far_slower_than_on_nvlink_nodes() -> None:
+    vms, hgx = (step_time_parts(terms_of(dict(LLAMA_70B, **machine)), PARAMS) for machine in (ONE_GPU_VMS,
+                                                                                               HGX_NODES))
+    # compute ~ 6 x 68.98e9 / (794.5e12 x 0.6) = 8.7e-4 s per token on both; FSDP 8.8e-3 s per token over the
+    # VMs' network cannot hide behind it (exposed: 0.2 x 8.8e-3 + (0.8 x 8.8e-3 - ~1e-3) ~ 8e-3 s), while the
+    # HGX nodes' 2.8e-4 s hides (0.2 x 2.8e-4 = 5.5e-5 s exposed)
+    time_vms, time_hgx = (sum(p[0] for p in parts.values()) for parts in (vms, hgx))
+    assert vms["data_parallel"][0] > 7e-3
+    assert hgx["data_parallel"][0] < 1e-4
+    # tokens/s per GPU on 1-GPU VMs below 0.6 x (in fact ~0.1 x) that on 8-GPU NVLink machines
+    assert (1 / time_vms) / (1 / time_hgx) < 0.6
+    assert (1 / time_vms) / (1 / time_hgx) == pytest.approx(0.11, abs=0.03)
+
+
+def test_a_model_without_moe_shape_gets_an_estimate() -> None:
+    shape = estimated_moe_shape(np.array([100e9]), np.array([10e9]), np.array([32.0]), np.array([4096.0]),
+                                np.array([3.0]), CONFIG)
+    # outside the experts: 4 x 4096^2 x 32 + 2 x 128,000 x 4096 = 2.1475e9 + 1.0486e9 = 3.1961e9 parameters;
+    # experts / top-k = (100e9 - 3.1961e9) / (10e9 - 3.1961e9) = 14.23 > 6: fine-grained, top-8, 114 experts
+    n0 = 4 * 4096**2 * 32 + 2 * 128_000 * 4096
+    ratio = (100e9 - n0) / (10e9 - n0)
+    assert ratio == pytest.approx(14.2277, rel=1e-4)
+    assert (shape.top_k[0], shape.experts[0]) == (8.0, 114.0)
+    # expert FFN = (10e9 - 3.1961e9) / (8 x 3 x 4096 x 32) = 2,162.9
+    assert shape.expert_ffn[0] == pytest.approx((10e9 - n0) / (8 * 3 * 4096 * 32))
+    # the structured model flags the row
+    row = dict(QWEN3_30B, params_b=100.0, active_params_b=10.0, n_layers=32, d_model=4096, moe_experts=None,
+               moe_top_k=None, moe_expert_ffn=None)
+    assert bool(terms_of(row).moe_shape_estimated[0])
+
+
+def contract_features(rows: list[dict]) -> pl.DataFrame:
+    """Contract rows through the real normalisation and feature SQL with the shipped reference files."""
+    features, reasons = ContractFeatures.configured().build(pl.DataFrame(rows))
+    assert reasons == [None] * len(rows)
+    return features
+
+
+BASE = {"gpu": "H100", "num_gpus": "8", "params_b": "30.5", "active_params_b": "3.3", "seq_len": "4096",
+        "precision": "bf16"}
+
+
+def test_machine_columns_default_from_the_gpu_system() -> None:
+    features = contract_features([
+        BASE, dict(BASE, gpu="GB200"), dict(BASE, gpu="L4"), dict(BASE, gpu="MI300X"),
+        dict(BASE, scale_up_domain_gpus="1", scale_out_gbps_per_gpu="200"),
+    ])
+    got = features.select("scale_up_domain_gpus", "scale_out_gbps_per_gpu", "scale_up_gbps_per_gpu",
+                          "scale_up_defaulted", "scale_out_defaulted").rows()
+    # gpu_specs.csv: HGX H100 8 GPUs / 400 Gb/s, NVLink 450 GB/s; GB200 NVL72 72 / 400, 900 GB/s; L4 (PCIe)
+    # 1 / 100, its PCIe 4.0 x16 31 GB/s; MI300X 8 / 400, xGMI 448 GB/s; the row's own machine wins
+    assert got == [(8, 400.0, 450.0, True, True), (72, 400.0, 900.0, True, True), (1, 100.0, 31.0, True, True),
+                   (8, 400.0, 448.0, True, True), (1, 200.0, 450.0, False, False)]
+
+
+def test_moe_columns_of_a_row_override_the_reference() -> None:
+    features = contract_features([
+        dict(BASE, model_name="Qwen3-30B-A3B"),
+        dict(BASE, model_name="Qwen3-30B-A3B", moe_top_k="4"),
+        dict(BASE, model_name="some-new-moe", params_b="100", active_params_b="10"),
+        dict(BASE, model_name="Llama-3-8B", params_b="8.03", active_params_b="8.03"),
+    ])
+    got = features.select("moe_experts", "moe_top_k", "moe_expert_ffn", "moe_shared_experts",
+                          "moe_shape_source").rows()
+    # Qwen3-30B-A3B from model_shapes.csv (128 experts, top-8, FFN 768, no shared); the row's moe_top_k 4 wins over
+    # the reference's 8, the rest still from the reference; a model nobody describes: estimated; dense: none
+    assert got == [(128, 8, 768, 0, "reference"), (128, 4, 768, 0, "row"), (None, None, None, None, "estimated"),
+                   (None, None, None, None, None)]
+    # the shape's attention width and layer count reach the structured model
+    assert features.select("n_layers", "d_model", "n_heads", "head_dim").row(0) == (48, 2048, 32, 128)
+
+
+def test_moe_rows_get_their_own_interval_quantile() -> None:
+    from tasks.model.intervals import NormalisedConformal
+
+    # held-out log residuals: 30 dense runs off by 0.1; 20 MoE runs, 10 off by 0.3 and 10 by 0.6
+    residuals = np.array([0.1] * 30 + [0.3] * 10 + [0.6] * 10)
+    flags = [""] * 30 + ["moe"] * 20
+    conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01)
+    # scale: exp(mean log |r|): dense 0.1, MoE sqrt(0.3 x 0.6) = 0.42426 (widening 4.2426)
+    assert conformal.widening()["moe"] == pytest.approx(4.2426, rel=1e-4)
+    # scores |r| / scale: dense 30 x 1.0; MoE 10 x 0.7071 and 10 x 1.4142. MoE quantile: the ceil(21 x 0.8) = 17th
+    # smallest of the 20 MoE scores = 1.4142; the pooled one (every other row): the 41st smallest of all 50 = 1.4142
+    assert conformal.moe_quantile == pytest.approx(1.41421, rel=1e-5)
+    assert conformal.quantile == pytest.approx(1.41421, rel=1e-5)
+    # half-widths: dense 1.4142 x 0.1 = 0.14142; MoE 1.4142 x 0.42426 = 0.6 (every MoE residual inside)
+    assert conformal.half_width(["", "moe"]) == pytest.approx([0.141421, 0.6], rel=1e-5)
+    # with only 10 MoE residuals (fewer than min_flag_rows) there is no MoE quantile: the pooled one applies
+    few = NormalisedConformal.calibrate(residuals[:40], flags[:40], 0.8, min_flag_rows=20, default_widening=1.5,
+                                        residual_floor=0.01)
+    assert few.moe_quantile is None
