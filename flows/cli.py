@@ -449,13 +449,16 @@ def _print_offers(found: object, sort_by: str) -> None:
         console.print()
 
 
+NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
+
+
 def _network(row: dict) -> str:
     """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
     (`?` marks a defaulted network)."""
     if row["scale_up_domain_gpus"] is None:
         return ""
     unknown = row["network_kind"] in (None, "unknown")
-    kind = "?" if unknown else f" {row['network_kind']}"
+    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
     return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
 
 
