@@ -366,6 +366,7 @@ def predict(
 class SortBy(StrEnum):
     cost = "cost"
     time = "time"
+    co2 = "co2"
 
 
 @app.command()
@@ -377,8 +378,11 @@ def offers(
     spot: Annotated[bool | None, typer.Option("--spot/--on-demand", help="Only spot, or only on-demand")] = None,
     max_hours: Annotated[float | None, typer.Option(help="Finish within this many hours (expected)")] = None,
     max_usd: Annotated[float | None, typer.Option(help="Cost at most this many USD in total (expected)")] = None,
+    max_co2_kg: Annotated[float | None, typer.Option(help="Emit at most this many kg CO2e (operational)")] = None,
     limit: Annotated[int, typer.Option(min=1, help="Offers per workload")] = 10,
-    sort: Annotated[SortBy, typer.Option(help="Rank by cost or by time to finish")] = SortBy.cost,
+    sort: Annotated[SortBy, typer.Option(
+        help="Rank by cost (each offer's cheapest cluster), time to finish (its fastest) or CO2 (kg CO2e of its "
+             "cheapest)")] = SortBy.cost,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV for scripts")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts")] = False,
 ) -> None:
@@ -393,7 +397,8 @@ def offers(
     require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
-                         max_hours=max_hours, max_usd=max_usd, limit=limit, sort_by=sort.value)
+                         max_hours=max_hours, max_usd=max_usd, max_co2_kg=max_co2_kg, limit=limit,
+                         sort_by=sort.value)
     try:
         con = open_published(paths().published)
     except FileNotFoundError as error:
@@ -434,8 +439,9 @@ def _narrow_console() -> Console:
 
 
 def _print_offers(found: object, sort_by: str) -> None:
-    """One narrow table per workload (fits 100 columns): the offer, GPUs, hours, $/Mtoken with its 80%
-    interval, and the trust mark (telemetry runs behind the GPU's prediction, or `extrapolated`)."""
+    """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
+    with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
+    `extrapolated`)."""
     console = _narrow_console()
     for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
         table = Table(title=f"{name}, by {sort_by}", title_justify="left", box=None, pad_edge=False,
@@ -447,18 +453,34 @@ def _print_offers(found: object, sort_by: str) -> None:
         table.add_column("hours", justify="right")
         table.add_column("$/Mtok", justify="right")
         table.add_column("80% interval", justify="right")
+        table.add_column("t CO2e", justify="right")
         table.add_column("telemetry")
         for row in rows.iter_rows(named=True):
             instances = f"{row['instances']} × " if row["instances"] and row["instances"] > 1 else ""
             table.add_row(
-                str(row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
+                str(row["position_in_workload"] if sort_by == "co2"
+                    else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
                 f"{row['provider']} {row['region']}\n{instances}{row['instance_type']}",
-                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}",
+                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}\n{_network(row)}",
                 _figure(row["expected_hours"]), _usd(row["usd_per_mtoken"]),
-                f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}", row["trust"],
+                f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}",
+                "-" if row["co2e_kg"] is None else _figure(row["co2e_kg"] / 1000.0), row["trust"],
             )
         console.print(table)
         console.print()
+
+
+NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
+
+
+def _network(row: dict) -> str:
+    """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
+    (`?` marks a defaulted network)."""
+    if row["scale_up_domain_gpus"] is None:
+        return ""
+    unknown = row["network_kind"] in (None, "unknown")
+    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
+    return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
 
 
 def _figure(value: float) -> str:

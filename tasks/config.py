@@ -51,7 +51,8 @@ class Strict(BaseModel):
 # ------------------------------------------------------------------------------------------- settings.toml
 
 
-ReferenceName = Literal["folder", "gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings"]
+ReferenceName = Literal["folder", "gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings", "instance_machines",
+                        "region_carbon"]
 
 
 class ReferenceFiles(Strict):
@@ -62,6 +63,8 @@ class ReferenceFiles(Strict):
     gpu_aliases: str = "data/reference/gpu_aliases.csv"
     model_shapes: str = "data/reference/model_shapes.csv"
     matmul_ceilings: str = "data/reference/gpu_matmul_ceilings.csv"
+    instance_machines: str = "data/reference/instance_machines.csv"
+    region_carbon: str = "data/reference/region_carbon.csv"
 
     def path(self, name: ReferenceName) -> Path:
         return resolve_project_path(getattr(self, name))
@@ -338,6 +341,20 @@ class Cluster(Strict):
     default_max_gpus: Count = 1024
 
 
+class Machines(Strict):
+    """config/ranking.toml [machines]: the machine assumed where data/reference/instance_machines.csv has none."""
+
+    # Gb/s of scale-out network per GPU for an instance type without a documented network (recorded as defaulted)
+    default_scale_out_gbps_per_gpu: Annotated[float, Field(gt=0, le=100_000, allow_inf_nan=False)] = 10.0
+
+
+class Carbon(Strict):
+    """config/ranking.toml [carbon]: owned GPU sites' grid intensity (clouds: data/reference/region_carbon.csv)."""
+
+    # site (the owned price list's region) -> g CO2e per kWh, location-based; a site not listed gets no CO2 figure
+    owned_gco2e_per_kwh: dict[str, Annotated[float, Field(ge=0, le=5_000, allow_inf_nan=False)]] = {}
+
+
 class Energy(Strict):
     utilisation_of_tdp: Annotated[float, Field(gt=0, le=1.5)]
     cloud_pue: Annotated[float, Field(ge=1)]
@@ -388,6 +405,8 @@ class Ranking(Strict):
     precision_fallback: dict[str, str] = {}
     prices: PriceAge = PriceAge()
     cluster: Cluster = Cluster()
+    machines: Machines = Machines()
+    carbon: Carbon = Carbon()
     energy: Energy
     spot: Spot
     commitments: Commitments = Commitments()

@@ -40,12 +40,33 @@ def resolve_gpu(frame: pl.DataFrame, name_column: str, aliases: pl.DataFrame, ou
     return frame.join(lookup, on=name_column, how="left", maintain_order="left")
 
 
+# Reference tables the ranking joins (provider + instance type, provider + region): loaded where `files` names them.
+RANKING_REFERENCE = {"instance_machines": "core.instance_machines", "region_carbon": "core.region_carbon"}
+
+
 def load_reference_tables(con: duckdb.DuckDBPyConnection, files: dict[str, Path] | None = None) -> dict[str, int]:
-    """(Re)load core.gpu_specs and core.gpu_aliases from the configured files (or `files`)."""
+    """(Re)load core.gpu_specs and core.gpu_aliases from the configured files (or `files`), and the ranking's
+    core.instance_machines and core.region_carbon where `files` names them."""
     files = files or reference_paths()
     read_aliases(files["gpu_aliases"])  # fails early, naming the file, on a duplicated alias
     execute(con, "common/load_gpu_specs", {"path": str(files["gpu_specs"])})
     execute(con, "common/load_gpu_aliases", {"path": str(files["gpu_aliases"])})
-    specs = con.execute("select count(*) from core.gpu_specs").fetchall()[0][0]
-    aliases = con.execute("select count(*) from core.gpu_aliases").fetchall()[0][0]
-    return {"gpu_specs": specs, "gpu_aliases": aliases}
+    counts = {
+        "gpu_specs": con.execute("select count(*) from core.gpu_specs").fetchall()[0][0],
+        "gpu_aliases": con.execute("select count(*) from core.gpu_aliases").fetchall()[0][0],
+    }
+    for name, table in RANKING_REFERENCE.items():
+        if name in files:
+            require_unique_keys(files[name], ("provider", "instance_type" if name == "instance_machines" else "region"))
+            execute(con, f"common/load_{name}", {"path": str(files[name])})
+            counts[name] = con.execute(f"select count(*) from {table}").fetchall()[0][0]  # noqa: S608 - fixed names
+    return counts
+
+
+def require_unique_keys(path: Path, key: tuple[str, ...]) -> None:
+    """A reference file lists each key once (two rows for one instance type would double its offers)."""
+    frame = pl.read_csv(path, infer_schema=False, columns=list(key))
+    twice = frame.filter(pl.struct(list(key)).is_duplicated()).unique()
+    if not twice.is_empty():
+        listed = ", ".join(" ".join(row) for row in twice.rows())
+        raise ValueError(f"{path}: listed twice ({' + '.join(key)}): {listed}")

@@ -162,6 +162,18 @@ def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path
 
 
 @contextmanager
+def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB writes the block's tables on every thread, in no particular row order (the ranking and the
+    published tables are not stored sorted: readers order by rank or date); the setting is restored afterwards."""
+    [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
+    execute(con, "common/set_insertion_order", {"preserve": False})
+    try:
+        yield
+    finally:
+        execute(con, "common/set_insertion_order", {"preserve": preserve_order})
+
+
+@contextmanager
 def ingest_limits(
     con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, spill: Path | None = None
 ) -> Iterator[None]:

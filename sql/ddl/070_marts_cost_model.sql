@@ -178,3 +178,26 @@ create or replace macro marts.expected_total_usd(
 
 create or replace macro marts.usd_per_mtoken(usd, token_budget) as
     usd / (token_budget / 1e6);
+
+-- The machine a cluster runs on (data/reference/instance_machines.csv; config/ranking.toml [machines]):
+--   scale_up_domain_gpus   = GPUs sharing NVLink/xGMI: the listed value, else the instance's whole GPUs (a VM
+--                            with fewer GPUs than a node shares no fabric beyond itself)
+--   scale_out_gbps_per_gpu = the instance's scale-out network (Gb/s, gigabits) / its GPUs, else the default
+--   a run of `gpus` GPUs sees min(scale_up_domain_gpus, gpus) GPUs in one domain
+create or replace macro marts.scale_up_domain_gpus(listed_domain_gpus, gpus_per_instance) as
+    coalesce(listed_domain_gpus, greatest(floor(gpus_per_instance), 1))::bigint;
+
+create or replace macro marts.scale_out_gbps_per_gpu(network_gbps, gpus_per_instance, default_gbps_per_gpu) as
+    coalesce(network_gbps / greatest(gpus_per_instance, 1), default_gbps_per_gpu);
+
+create or replace macro marts.run_scale_up_domain_gpus(scale_up_domain_gpus, gpus) as
+    least(scale_up_domain_gpus, gpus)::bigint;
+
+-- Carbon (operational only: embodied carbon of the hardware is out of scope):
+--   co2e_kg            = energy_kwh x grid_gco2e_per_kwh / 1000   (location-based grid intensity of the region)
+--   co2e_kg_per_mtoken = co2e_kg / (token_budget / 1e6)
+create or replace macro marts.co2e_kg(energy_kwh, grid_gco2e_per_kwh) as
+    energy_kwh * grid_gco2e_per_kwh / 1000.0;
+
+create or replace macro marts.co2e_kg_per_mtoken(co2e_kg, token_budget) as
+    co2e_kg / (token_budget / 1e6);

@@ -86,3 +86,14 @@ alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_s
 
 -- Rankings written before the model said what it extrapolates.
 alter table marts.gpu_cost_ranking_history add column if not exists extrapolation varchar;
+
+-- The cluster choice per offer and the machine the prediction assumed; carbon (units in sql/publish/comments.sql).
+alter table marts.gpu_cost_ranking_history add column if not exists cluster_choice varchar;          -- cheapest | fastest
+alter table marts.gpu_cost_ranking_history add column if not exists scale_up_domain_gpus bigint;     -- GPUs sharing NVLink/xGMI
+alter table marts.gpu_cost_ranking_history add column if not exists scale_out_gbps_per_gpu double;   -- Gb/s per GPU
+alter table marts.gpu_cost_ranking_history add column if not exists network_kind varchar;
+alter table marts.gpu_cost_ranking_history add column if not exists machine_source varchar;
+alter table marts.gpu_cost_ranking_history add column if not exists grid_gco2e_per_kwh double;       -- g CO2e per kWh
+alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg double;                  -- kg CO2e
+alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg_per_mtoken double;       -- kg CO2e per million tokens
+alter table marts.gpu_cost_ranking_history add column if not exists co2e_source varchar;

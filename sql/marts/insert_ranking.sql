@@ -3,9 +3,15 @@
 -- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
 -- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
 -- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
+-- One night's GPU cost ranking: every workload x current offer x cluster choice (cheapest | fastest), ranked
+-- or with the reason it is not.
+-- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
+-- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
+-- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
+-- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
 insert into marts.gpu_cost_ranking_history by name
 with candidates as (
-    select *, coalesce(zone, '') as zone_key, row_number() over () as candidate_id from ranking_candidates
+    select *, coalesce(zone, '') as zone_key from ranking_candidates
 ),
 
 rates as (
@@ -16,11 +22,10 @@ workloads as (
     select workload, token_budget, deadline_hours from ranking_workloads
 ),
 
--- Per candidate shape (cluster_ladder.sql): the same rungs, predictions and deadline for every offer of
--- the shape, so the choice below is made once per shape and joined to its offers.
+-- Per shape (cluster_ladder.sql): each rung's prediction and hours, the same for every offer of the shape.
 rungs as (
     select
-        ladder.workload, ladder.gpu, ladder.run_precision, ladder.gpus_per_instance, ladder.min_instances,
+        ladder.shape_id,
         ladder.instances,
         ladder.gpus,
         predictions.predicted_tokens_per_sec_per_gpu,
@@ -38,26 +43,8 @@ rungs as (
 ),
 
 judged as (
-    select
-        *,
-        has_prediction and (deadline_hours is null or hours_to_finish <= deadline_hours) as feasible,
-        max(gpus) over (partition by workload, gpu, run_precision, gpus_per_instance, min_instances) as most_gpus
+    select *, has_prediction and (deadline_hours is null or hours_to_finish <= deadline_hours) as feasible
     from rungs
-),
-
--- The fewest instances that meet the deadline; else the fastest rung (kept with the reason).
-chosen as (
-    select * exclude (pick)
-    from (
-        select
-            *,
-            row_number() over (
-                partition by workload, gpu, run_precision, gpus_per_instance, min_instances
-                order by feasible desc, case when feasible then instances end, hours_to_finish nulls last, instances
-            ) as pick
-        from judged
-    )
-    where pick = 1
 ),
 
 spot_history as (
@@ -97,65 +84,157 @@ measured_power as (
     group by runs.gpu
 ),
 
-joined as (
+-- Per offer, narrow: what its cost depends on besides the cluster size (preemption, power, who pays for it).
+terms as (
     select
-        candidates.*,
-        chosen.instances,
-        chosen.gpus,
-        chosen.has_prediction,
-        chosen.feasible,
-        chosen.most_gpus,
-        chosen.predicted_tokens_per_sec_per_gpu,
-        chosen.predicted_low,
-        chosen.predicted_high,
-        chosen.extrapolation,
-        chosen.hours_to_finish,
-        coalesce(chosen.model_version, $model_version) as model_version,
+        candidates.candidate_id,
+        candidates.shape_id,
+        candidates.workload,
+        candidates.pre_reason,
+        candidates.token_budget,
+        candidates.usd_per_hour,
+        candidates.tdp_w,
+        candidates.term_hours,
+        candidates.checkpoints_kept,
+        candidates.checkpoint_gb,
+        candidates.storage_usd_per_gb_month,
         marts.interruption_rate_per_hour(
             candidates.pricing, rates.interruption_rate_per_hour, $default_interruption_rate
         ) as interruption_rate_per_hour,
         marts.lost_hours_per_interruption($checkpoint_interval_minutes, $restart_minutes)
             as lost_hours_per_interruption,
+        marts.utilisation_of_tdp(measured_power.measured_fraction_of_tdp, $utilisation_of_tdp::double)
+            as utilisation_of_tdp,
+        case when measured_power.measured_fraction_of_tdp is not null
+             then format('measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU',
+                measured_power.power_runs)
+             else 'default: config/ranking.toml [energy] utilisation_of_tdp'
+        end as utilisation_of_tdp_source,
+        marts.pue(marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh), candidates.offer_pue,
+            $owned_pue, $cloud_pue) as pue,
+        marts.billed_usd_per_kwh(marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh),
+            candidates.electricity_usd_per_kwh) as billed_usd_per_kwh,
+        $resale_fraction::double as resale_fraction
+    from ranking_candidates as candidates
+    left join rates on rates.provider = candidates.provider
+    left join measured_power on measured_power.gpu = candidates.gpu
+),
+
+-- Every rung of every rankable offer, on a narrow projection: its expected hours and total (the same macros as
+-- the published row), to pick the offer's two cluster sizes.
+evaluated as (
+    select
+        terms.candidate_id,
+        terms.workload,
+        judged.instances,
+        judged.has_prediction,
+        judged.feasible,
+        judged.hours_to_finish,
+        marts.expected_hours(judged.hours_to_finish, judged.instances, terms.interruption_rate_per_hour,
+            terms.lost_hours_per_interruption) as expected_hours,
+        marts.expected_total_usd(terms.token_budget, judged.predicted_tokens_per_sec_per_gpu, judged.gpus,
+            judged.instances, terms.usd_per_hour, terms.interruption_rate_per_hour,
+            terms.lost_hours_per_interruption, terms.tdp_w, terms.utilisation_of_tdp, terms.pue,
+            terms.billed_usd_per_kwh, terms.term_hours, terms.resale_fraction, terms.checkpoints_kept,
+            terms.checkpoint_gb, terms.storage_usd_per_gb_month) as expected_total_usd
+    from terms
+    join judged using (shape_id)
+    where terms.pre_reason is null
+),
+
+-- cheapest: the lowest expected total among the rungs that meet the deadline (else the fastest rung, kept with
+-- the reason); fastest: the lowest expected hours within max_gpus. Compared to the cent and to the second (sizes
+-- equal to rounding are ties); ties go to the cheaper, then to the fewer instances.
+picked as (
+    select
+        candidate_id,
+        arg_min(instances, {
+            infeasible: not feasible,
+            key: coalesce(case when feasible then round(expected_total_usd, 2) else round(hours_to_finish * 3600) end,
+                'infinity'::double),
+            instances: instances
+        }) as cheapest_instances,
+        arg_min(instances, {
+            seconds: coalesce(round(expected_hours * 3600), 'infinity'::double),
+            usd: coalesce(round(expected_total_usd, 2), 'infinity'::double),
+            instances: instances
+        }) as fastest_instances
+    from evaluated
+    group by candidate_id
+),
+
+choices as (
+    select * from (values ('cheapest'), ('fastest')) as choice(cluster_choice)
+),
+
+-- Ranks over the ranked choices only, on a narrow projection (a window sorts every column it carries): by cost
+-- among the offers' cheapest choices, by time among their fastest. A choice is ranked when its rung has a
+-- prediction and meets the deadline (rows with a pre_reason have no rungs).
+ranks as (
+    select
+        evaluated.candidate_id,
+        choices.cluster_choice,
+        case when choices.cluster_choice = 'cheapest' then rank() over (
+            partition by evaluated.workload, choices.cluster_choice
+            order by evaluated.expected_total_usd, evaluated.expected_hours) end as rank_by_cost,
+        case when choices.cluster_choice = 'fastest' then rank() over (
+            partition by evaluated.workload, choices.cluster_choice
+            order by evaluated.expected_hours, evaluated.expected_total_usd) end as rank_by_time
+    from picked
+    cross join choices
+    join evaluated
+        on evaluated.candidate_id = picked.candidate_id
+        and evaluated.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                                                              else picked.fastest_instances end
+    where evaluated.has_prediction and evaluated.feasible
+),
+
+joined as (
+    select
+        candidates.*,
+        terms.interruption_rate_per_hour,
+        terms.lost_hours_per_interruption,
+        terms.utilisation_of_tdp,
+        terms.utilisation_of_tdp_source,
+        terms.pue,
+        terms.billed_usd_per_kwh,
+        terms.resale_fraction,
         marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh) as is_owned,
+        choices.cluster_choice,
+        judged.instances,
+        judged.gpus,
+        judged.has_prediction,
+        judged.feasible,
+        judged.predicted_tokens_per_sec_per_gpu,
+        judged.predicted_low,
+        judged.predicted_high,
+        judged.extrapolation,
+        judged.hours_to_finish,
+        coalesce(judged.model_version, $model_version) as model_version,
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
         coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu,
-        measured_power.measured_fraction_of_tdp,
-        measured_power.power_runs
+        specs.source as gpu_spec_source
     from candidates
-    left join chosen
-        on candidates.pre_reason is null
-        and chosen.workload = candidates.workload and chosen.gpu = candidates.gpu
-        and chosen.run_precision = candidates.run_precision
-        and chosen.gpus_per_instance = candidates.gpus_per_instance
-        and chosen.min_instances = candidates.min_instances
-    left join rates on rates.provider = candidates.provider
+    join terms using (candidate_id)
+    cross join choices
+    left join picked using (candidate_id)
+    left join judged
+        on judged.shape_id = candidates.shape_id
+        and judged.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                                                           else picked.fastest_instances end
     left join spot_spread
         on candidates.pricing = 'spot'
         and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
         and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
     left join telemetry on telemetry.gpu = candidates.gpu
-    left join measured_power on measured_power.gpu = candidates.gpu
-),
-
-energy_terms as (
-    select
-        *,
-        marts.utilisation_of_tdp(measured_fraction_of_tdp, $utilisation_of_tdp::double) as utilisation_of_tdp,
-        case when measured_fraction_of_tdp is not null
-             then format('measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU', power_runs)
-             else 'default: config/ranking.toml [energy] utilisation_of_tdp'
-        end as utilisation_of_tdp_source,
-        marts.pue(is_owned, offer_pue, $owned_pue, $cloud_pue) as pue,
-        marts.billed_usd_per_kwh(is_owned, electricity_usd_per_kwh) as billed_usd_per_kwh
-    from joined
+    left join core.gpu_specs as specs on specs.gpu = candidates.gpu
 ),
 
 costed as (
     select
         *,
-        $resale_fraction::double as resale_fraction,
         marts.instance_usd(instances, usd_per_hour, hours_to_finish, term_hours, $resale_fraction::double)
             as compute_usd,
         marts.expected_interruptions(instances, interruption_rate_per_hour, hours_to_finish)
@@ -174,7 +253,7 @@ costed as (
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
             billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
             storage_usd_per_gb_month) as total_usd_at_low
-    from energy_terms
+    from joined
 ),
 
 reasoned as (
@@ -183,6 +262,10 @@ reasoned as (
         marts.instance_usd(instances, usd_per_hour, expected_hours, term_hours, resale_fraction)
             as expected_compute_usd,
         marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) as energy_kwh,
+        marts.co2e_kg(marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue), grid_gco2e_per_kwh)
+            as co2e_kg,
+        marts.co2e_kg_per_mtoken(marts.co2e_kg(marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours,
+            pue), grid_gco2e_per_kwh), token_budget) as co2e_kg_per_mtoken,
         marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue))
             as energy_usd,
         marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, expected_hours)
@@ -200,7 +283,7 @@ reasoned as (
                 'the model gave no throughput for {} on {} GPUs at {}', gpu, gpus::bigint, run_precision)) end,
             case when not feasible then format(
                 'cannot finish within {} h with at most {} GPUs: fastest is {:.0f} h on {} GPUs',
-                deadline_hours, max_gpus, hours_to_finish, most_gpus::bigint) end
+                deadline_hours, max_gpus, hours_to_finish, gpus::bigint) end
         ) as not_ranked_reason
     from costed
 ),
@@ -229,16 +312,6 @@ noted as (
     from reasoned
 ),
 
--- Ranks over the ranked rows only, on a narrow projection (a window sorts every column it carries).
-ranks as (
-    select
-        candidate_id,
-        rank() over (partition by workload order by expected_total_usd, expected_hours) as rank_by_cost,
-        rank() over (partition by workload order by expected_hours, expected_total_usd) as rank_by_time
-    from noted
-    where not_ranked_reason is null
-),
-
 final as (
     select
         noted.*,
@@ -249,9 +322,11 @@ final as (
         ranks.rank_by_cost,
         ranks.rank_by_time
     from noted
-    left join ranks using (candidate_id)
+    left join ranks using (candidate_id, cluster_choice)
 )
 
+-- Not sorted: ordering 10^6 wide rows per batch costs more than ranking them (it spills under the memory cap);
+-- readers order by rank_by_cost / rank_by_time (sql/offers/offers.sql does).
 select
     publish_date,
     published_at,
@@ -278,8 +353,13 @@ select
     activation_gb_per_gpu,
     min_gpus_for_memory,
     fits_in_memory,
+    cluster_choice,
     instances,
     gpus,
+    scale_up_domain_gpus,
+    scale_out_gbps_per_gpu,
+    network_kind,
+    machine_source,
     memory_per_gpu_gb,
     predicted_tokens_per_sec_per_gpu,
     predicted_low,
@@ -296,6 +376,10 @@ select
     utilisation_of_tdp_source,
     pue,
     energy_kwh,
+    grid_gco2e_per_kwh,
+    co2e_kg,
+    co2e_kg_per_mtoken,
+    co2e_source,
     electricity_usd_per_kwh,
     energy_usd,
     expected_total_usd,
@@ -328,6 +412,4 @@ select
     storage_usd_per_gb_month,
     storage_price_source,
     checkpoint_storage_usd
-from final
--- Written best first: the published gpu_cost_ranking copies a night in this order without sorting it again.
-order by workload, rank_by_cost nulls last, provider, region, instance_type, pricing, purchase_option, offering_class;
+from final;

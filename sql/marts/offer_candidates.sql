@@ -5,6 +5,10 @@
 -- $max_price_age_days (config/ranking.toml [prices]) mark stale offers. `ranking_storage_prices`
 -- (config/ranking.toml [checkpoints]: provider, the price-list storage type to use, the configured USD per
 -- GB-month) and $default_storage_usd_per_gb_month price checkpoint storage where the price lists do not.
+-- core.instance_machines (data/reference/instance_machines.csv) gives the machine: GPUs sharing NVLink/xGMI and
+-- the scale-out network; an instance type without a row: its GPUs, and $default_scale_out_gbps_per_gpu
+-- (config/ranking.toml [machines]). core.region_carbon (data/reference/region_carbon.csv) gives the grid's
+-- carbon intensity; owned offers take theirs from `ranking_owned_carbon` (config/ranking.toml [carbon]).
 -- Formulas: 070 macros.
 create or replace temp table ranking_candidates as
 with offers as (
@@ -36,6 +40,18 @@ storage_config as (
     select provider, storage_type, usd_per_gb_month from ranking_storage_prices
 ),
 
+machines as (
+    select * from core.instance_machines
+),
+
+carbon as (
+    select provider, region, grid_gco2e_per_kwh, format('{} ({})', source, year) as co2e_source
+    from core.region_carbon
+    union all
+    select 'owned', region, grid_gco2e_per_kwh, 'config/ranking.toml [carbon] owned_gco2e_per_kwh'
+    from ranking_owned_carbon
+),
+
 storage_listed as (
     select listed.provider, listed.region, listed.usd_per_gb_month, listed.source_file
     from core.storage_prices_current as listed
@@ -45,7 +61,7 @@ storage_listed as (
 
 joined as (
     select
-        workloads.*,
+        workloads.* exclude (description),
         offers.provider,
         offers.region,
         offers.zone,
@@ -70,10 +86,26 @@ joined as (
             $default_storage_usd_per_gb_month::double)    as storage_usd_per_gb_month,
         case when storage_listed.usd_per_gb_month is not null then 'price list: ' || storage_listed.source_file
              else 'config/ranking.toml [checkpoints]' end  as storage_price_source,
+        marts.scale_up_domain_gpus(machines.scale_up_domain_gpus, offers.gpu_count) as scale_up_domain_gpus,
+        marts.scale_out_gbps_per_gpu(machines.network_gbps, offers.gpu_count, $default_scale_out_gbps_per_gpu::double)
+                                                           as scale_out_gbps_per_gpu,
+        coalesce(machines.network_kind, 'unknown')         as network_kind,
+        case
+            when machines.network_gbps is not null then 'data/reference/instance_machines.csv: ' || machines.source
+            when machines.provider is not null then
+                'network defaulted (config/ranking.toml [machines]); data/reference/instance_machines.csv: '
+                || machines.source
+            else 'defaulted: not in data/reference/instance_machines.csv; scale-up domain = the instance''s GPUs, '
+                || 'network = config/ranking.toml [machines] default_scale_out_gbps_per_gpu'
+        end                                                as machine_source,
+        carbon.grid_gco2e_per_kwh,
+        coalesce(carbon.co2e_source, format('no grid carbon intensity for {} {} (data/reference/region_carbon.csv{})',
+            offers.provider, offers.region,
+            case when offers.provider = 'owned' then ', config/ranking.toml [carbon] owned_gco2e_per_kwh' else '' end))
+                                                           as co2e_source,
         specs.gpu is not null                              as has_spec,
         specs.memory_gb                                    as gpu_memory_gb,
         specs.tdp_w,
-        specs.source                                       as gpu_spec_source,
         dense_peak_tflops(workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
             specs.fp8_dense_tflops, specs.fp4_dense_tflops) as native_peak_tflops,
         dense_peak_tflops(workloads.fallback_precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
@@ -84,6 +116,8 @@ joined as (
     left join on_demand
         on on_demand.provider = offers.provider and on_demand.region = offers.region
         and on_demand.instance_type = offers.instance_type
+    left join machines on machines.provider = offers.provider and machines.instance_type = offers.instance_type
+    left join carbon on carbon.provider = offers.provider and carbon.region = offers.region
     left join storage_config on storage_config.provider = offers.provider
     left join storage_listed on storage_listed.provider = offers.provider and storage_listed.region = offers.region
 ),
@@ -116,9 +150,19 @@ instances as (
     from sized
 ),
 
+-- The shape (cluster_ladder.sql): what the ladder and the throughput model see, the same for every offer of it.
+shaped as (
+    select
+        *,
+        hash(workload, gpu, run_precision, gpus_per_instance, min_instances, scale_up_domain_gpus,
+            scale_out_gbps_per_gpu) as shape_id
+    from instances
+),
+
 final as (
     select
         *,
+        row_number() over () as candidate_id,
         state_bytes / 1e9 as model_state_gb,
         act_bytes / 1e9   as activation_gb_per_gpu,
         case
@@ -148,7 +192,7 @@ final as (
                     (min_instances * gpus_per_instance)::bigint, min_instances, gpus_per_instance::bigint,
                     state_bytes / 1e9, act_bytes / 1e9, gpu_memory_gb, max_gpus)
         end as pre_reason
-    from instances
+    from shaped
 )
 
 select * from final;

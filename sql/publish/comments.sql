@@ -2,7 +2,7 @@
 -- tests/ranking/test_publish.py checks that no column is left without a comment).
 -- gpu_cost_ranking_history has gpu_cost_ranking's columns: their comments are written once, below for
 -- gpu_cost_ranking, and copied to the history (sql/publish/history_column_comments.sql).
-comment on table published.gpu_cost_ranking is 'Tonight''s GPU cost ranking: one row per workload x current offer, ranked by expected total cost (rank_by_cost) and time (rank_by_time), or with not_ranked_reason. Formulas: column comments and sql/ddl/070_marts_cost_model.sql';
+comment on table published.gpu_cost_ranking is 'Tonight''s GPU cost ranking: two rows per workload x current offer (cluster_choice cheapest and fastest), the cheapest rows ranked by expected total cost (rank_by_cost), the fastest by time (rank_by_time), or with not_ranked_reason. Formulas: column comments and sql/ddl/070_marts_cost_model.sql';
 comment on column published.gpu_cost_ranking.publish_date is 'UTC date of the nightly publish that produced the row';
 comment on column published.gpu_cost_ranking.published_at is 'when the row was computed (UTC timestamp)';
 comment on column published.gpu_cost_ranking.workload is 'workload name from config/workloads.toml';
@@ -28,8 +28,13 @@ comment on column published.gpu_cost_ranking.model_state_gb is 'weights + gradie
 comment on column published.gpu_cost_ranking.activation_gb_per_gpu is 'activation memory per GPU in GB: seq_len x micro_batch x d_model x (2 x n_layers + 34) bytes (Korthikanti et al. 2022, full checkpointing, flash attention)';
 comment on column published.gpu_cost_ranking.min_gpus_for_memory is 'fewest GPUs (count) whose sharded model state plus activations fit in usable memory';
 comment on column published.gpu_cost_ranking.fits_in_memory is 'true when min_gpus_for_memory fits within max_gpus';
-comment on column published.gpu_cost_ranking.instances is 'instances (count) in the chosen cluster: the fewest that fit and meet the deadline';
+comment on column published.gpu_cost_ranking.cluster_choice is 'which cluster size of this offer the row prices: cheapest = the lowest expected_total_usd among the sizes that meet the deadline (what rank_by_cost ranks); fastest = the lowest expected_hours within max_gpus (what rank_by_time ranks). Sizes tried: whole instances from the memory minimum, 2^k and 3 x 2^k, and the most within max_gpus';
+comment on column published.gpu_cost_ranking.instances is 'instances (count) in the chosen cluster (cluster_choice)';
 comment on column published.gpu_cost_ranking.gpus is 'GPUs in the chosen cluster (count) = instances x gpus_per_instance';
+comment on column published.gpu_cost_ranking.scale_up_domain_gpus is 'GPUs (count) sharing one NVLink/xGMI scale-up domain in this instance type, as the throughput prediction assumed (a run sees min(this, gpus)); data/reference/instance_machines.csv, else the instance''s GPUs';
+comment on column published.gpu_cost_ranking.scale_out_gbps_per_gpu is 'scale-out network between instances in Gb/s (gigabits per second) per GPU = the instance''s network / its GPUs, as the throughput prediction assumed; data/reference/instance_machines.csv, else config/ranking.toml [machines] default_scale_out_gbps_per_gpu (machine_source says which)';
+comment on column published.gpu_cost_ranking.network_kind is 'scale-out network: EFA | InfiniBand | RoCE | GPUDirect-TCPX | GPUDirect-TCPXO | Ethernet | unknown (defaulted)';
+comment on column published.gpu_cost_ranking.machine_source is 'where scale_up_domain_gpus and scale_out_gbps_per_gpu come from: the reference row''s source, or defaulted (and why)';
 comment on column published.gpu_cost_ranking.memory_per_gpu_gb is 'memory needed per GPU at this cluster size, GB = model_state_gb / gpus + activation_gb_per_gpu';
 comment on column published.gpu_cost_ranking.predicted_tokens_per_sec_per_gpu is 'champion model''s predicted throughput, tokens per second per GPU';
 comment on column published.gpu_cost_ranking.predicted_low is 'low end of the 80% prediction interval, tokens per second per GPU';
@@ -46,6 +51,10 @@ comment on column published.gpu_cost_ranking.utilisation_of_tdp is 'average boar
 comment on column published.gpu_cost_ranking.utilisation_of_tdp_source is 'which utilisation_of_tdp was used: measured (with the number of runs) or the configured default';
 comment on column published.gpu_cost_ranking.pue is 'power usage effectiveness (facility power / IT power, >= 1)';
 comment on column published.gpu_cost_ranking.energy_kwh is 'energy in kWh = gpus x tdp_w x utilisation_of_tdp x expected_hours x pue / 1000';
+comment on column published.gpu_cost_ranking.grid_gco2e_per_kwh is 'grid carbon intensity of the offer''s region in g CO2e per kWh, location-based annual average (data/reference/region_carbon.csv; owned: config/ranking.toml [carbon]); null = no data (co2e_source says why), never zero';
+comment on column published.gpu_cost_ranking.co2e_kg is 'operational emissions of the run in kg CO2e = energy_kwh x grid_gco2e_per_kwh / 1000; embodied carbon (manufacturing the hardware and the data centre) is out of scope; null where the region has no intensity';
+comment on column published.gpu_cost_ranking.co2e_kg_per_mtoken is 'kg CO2e per million tokens = co2e_kg / (token_budget / 1e6); operational only, embodied carbon out of scope';
+comment on column published.gpu_cost_ranking.co2e_source is 'the dataset and year of grid_gco2e_per_kwh, or the reason it is null';
 comment on column published.gpu_cost_ranking.electricity_usd_per_kwh is 'electricity price in USD per kWh (owned offers only)';
 comment on column published.gpu_cost_ranking.energy_usd is 'USD of energy added to the cost = energy_kwh x electricity_usd_per_kwh for owned offers; 0 in the cloud (in the price)';
 comment on column published.gpu_cost_ranking.expected_total_usd is 'expected total USD = expected_compute_usd + energy_usd + checkpoint_storage_usd';
@@ -55,8 +64,8 @@ comment on column published.gpu_cost_ranking.usd_per_mtoken_high is 'USD per mil
 comment on column published.gpu_cost_ranking.spot_usd_per_hour_median is 'median spot price over the history window, USD per instance-hour (spot offers with history)';
 comment on column published.gpu_cost_ranking.spot_usd_per_hour_p95 is '95th percentile spot price over the history window, USD per instance-hour';
 comment on column published.gpu_cost_ranking.spot_history_observations is 'spot price observations in the history window (count)';
-comment on column published.gpu_cost_ranking.rank_by_cost is 'rank within the workload by expected_total_usd (1 = cheapest; null = not ranked)';
-comment on column published.gpu_cost_ranking.rank_by_time is 'rank within the workload by expected_hours (1 = fastest; null = not ranked)';
+comment on column published.gpu_cost_ranking.rank_by_cost is 'rank within the workload by expected_total_usd among the offers'' cheapest choices (1 = cheapest; null = not ranked, or a fastest row)';
+comment on column published.gpu_cost_ranking.rank_by_time is 'rank within the workload by expected_hours among the offers'' fastest choices (1 = fastest; null = not ranked, or a cheapest row)';
 comment on column published.gpu_cost_ranking.not_ranked_reason is 'why the offer is not ranked (does not fit, misses the deadline, no spec row, no model, ...); null = ranked';
 comment on column published.gpu_cost_ranking.telemetry_runs_for_gpu is 'training-telemetry runs on this GPU behind the model (count; 0 = prediction without telemetry on this GPU)';
 comment on column published.gpu_cost_ranking.model_version is 'registered version of the token-efficiency model that predicted the throughput';

@@ -1,6 +1,5 @@
--- Tonight's ranking: the newest night of the history, best first. A night's rows are written in one
--- statement already in that order (sql/marts/insert_ranking.sql) and DuckDB keeps insertion order
--- (preserve_insertion_order, on by default), so the copy does not sort 10^7 wide rows again.
+-- Tonight's ranking: the newest night of the history, in the order it was written (by workload batch; not
+-- sorted: readers order by rank_by_cost or rank_by_time), so the copy does not sort 10^7 wide rows.
 create table published.gpu_cost_ranking as
 with history as (
     select * from marts.gpu_cost_ranking_history

@@ -22,7 +22,7 @@ from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_ro
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import load_reference_tables, reference_paths
 from tasks.settings import paths
-from tasks.warehouse import memory_capped, query
+from tasks.warehouse import memory_capped, query, row_order_free
 
 
 @dataclass
@@ -83,7 +83,8 @@ def publish_night(
     with duckdb_limits(con, config.compute):
         result = rank_offers(con, champion, publish_date, published_at, config=config,
                              gpu_specs_file=reference.gpu_specs)
-        published = build_published(con, target, versions, config.spot.history_window_days)
+        with row_order_free(con):
+            published = build_published(con, target, versions, config.spot.history_window_days)
         top = top_offers(con, publish_date, config.publish.top_offers_per_workload)
         points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
     parquet = None

@@ -42,8 +42,9 @@ class OfferFilter:
     pricing: Literal["spot", "on_demand"] | None = None
     max_hours: float | None = None
     max_usd: float | None = None
+    max_co2_kg: float | None = None
     limit: int = 10
-    sort_by: Literal["cost", "time"] = "cost"
+    sort_by: Literal["cost", "time", "co2"] = "cost"
 
 
 def find_offers(con: duckdb.DuckDBPyConnection, wanted: OfferFilter) -> pl.DataFrame:

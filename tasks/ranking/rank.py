@@ -13,7 +13,7 @@ import polars as pl
 from tasks import config as project_config
 from tasks.config import Ranking
 from tasks.ranking.workloads import load_workloads, require_workloads
-from tasks.warehouse import execute, query, registered, transaction
+from tasks.warehouse import execute, query, registered, row_order_free, transaction
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String(),
@@ -97,6 +97,15 @@ def storage_prices(config: Ranking) -> pl.DataFrame:
     )
 
 
+def owned_carbon(config: Ranking) -> pl.DataFrame:
+    """config/ranking.toml [carbon] owned_gco2e_per_kwh: owned sites' grid intensity (g CO2e per kWh)."""
+    sites = config.carbon.owned_gco2e_per_kwh
+    return pl.DataFrame(
+        {"region": list(sites), "grid_gco2e_per_kwh": [float(v) for v in sites.values()]},
+        schema={"region": pl.String(), "grid_gco2e_per_kwh": pl.Float64()},
+    )
+
+
 def workload_batches(workloads: pl.DataFrame, offers: int, rows_per_batch: int) -> list[pl.DataFrame]:
     """Workloads in name order, in batches of about `rows_per_batch` workload x offer rows (at least one
     workload each): every step's intermediate tables then hold one batch, whatever the number of offers."""
@@ -146,6 +155,7 @@ def rank_offers(
         "publish_date": publish_date,
         "max_price_age_days": config.prices.max_price_age_days,
         "default_storage_usd_per_gb_month": config.checkpoints.usd_per_gb_month.get("default", 0.0),
+        "default_scale_out_gbps_per_gpu": config.machines.default_scale_out_gbps_per_gpu,
     }
     offers = query(con, "marts/current_offer_count").fetchall()[0][0]
     if offers == 0:
@@ -156,6 +166,8 @@ def rank_offers(
     with (
         registered(con, "ranking_interruption_rates", interruption_rates(config)),
         registered(con, "ranking_storage_prices", storage_prices(config)),
+        registered(con, "ranking_owned_carbon", owned_carbon(config)),
+        row_order_free(con),
         transaction(con),
     ):
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})

@@ -28,6 +28,10 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "token_budget": pl.Float64(),
     "micro_batch": pl.Int64(),
     "global_batch_tokens": pl.Int64(),
+    "moe_experts": pl.Int64(),
+    "moe_top_k": pl.Int64(),
+    "moe_expert_ffn": pl.Int64(),
+    "moe_shared_experts": pl.Int64(),
     "deadline_hours": pl.Float64(),
     "max_gpus": pl.Int64(),
     "providers": pl.List(pl.String()),
@@ -74,6 +78,12 @@ class Workload(BaseModel):
     token_budget: Annotated[float, Field(gt=0, le=1e17, allow_inf_nan=False)]  # tokens (1e17: 100x any run so far)
     micro_batch: Annotated[int, Field(gt=0, le=1_000_000)] = 1
     global_batch_tokens: Annotated[int, Field(gt=0, le=10**12)] | None = None
+    # MoE shape (the telemetry contract's optional columns): routed experts, experts per token, expert FFN
+    # hidden size, shared experts. None = from data/reference/model_shapes.csv by model_name, else estimated.
+    moe_experts: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    moe_top_k: Annotated[int, Field(gt=0, le=100_000)] | None = None
+    moe_expert_ffn: Annotated[int, Field(gt=0, le=1_000_000)] | None = None
+    moe_shared_experts: Annotated[int, Field(ge=0, le=100_000)] | None = None
     deadline_hours: Annotated[Positive, Field(le=1_000_000)] | None = None     # 1e6 h = 114 years
     max_gpus: Annotated[int, Field(gt=0, le=10_000_000)] | None = None
     providers: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -85,6 +95,8 @@ class Workload(BaseModel):
     def _active_within_total(self) -> Workload:
         if self.active_params_b is not None and self.active_params_b > self.params_b:
             raise ValueError(f"active_params_b {self.active_params_b} is more than params_b {self.params_b}")
+        if self.moe_top_k is not None and self.moe_experts is not None and self.moe_top_k > self.moe_experts:
+            raise ValueError(f"moe_top_k {self.moe_top_k} is more than moe_experts {self.moe_experts}")
         return self
 
 
@@ -138,6 +150,10 @@ def _resolve(workload: Workload, ranking: Ranking) -> dict[str, Any]:
         "token_budget": workload.token_budget,
         "micro_batch": workload.micro_batch,
         "global_batch_tokens": workload.global_batch_tokens,
+        "moe_experts": workload.moe_experts,
+        "moe_top_k": workload.moe_top_k,
+        "moe_expert_ffn": workload.moe_expert_ffn,
+        "moe_shared_experts": workload.moe_shared_experts,
         "deadline_hours": workload.deadline_hours,
         "max_gpus": workload.max_gpus if workload.max_gpus is not None else ranking.cluster.default_max_gpus,
         "providers": workload.providers,

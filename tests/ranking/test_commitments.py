@@ -78,7 +78,8 @@ def rank(con, config, token_budget: float, checkpoints_kept: int = 0) -> dict[st
     workloads = load_workloads({"workloads": [workload(token_budget, checkpoints_kept)]}, typed)
     rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=typed)
     rel = con.sql(
-        "select * from marts.gpu_cost_ranking_history where publish_date = $night and workload = '70b-run'",
+        "select * from marts.gpu_cost_ranking_history where publish_date = $night and workload = '70b-run'"
+        " and cluster_choice = 'cheapest'",
         params={"night": NIGHT},
     )
     found = [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
@@ -149,6 +150,7 @@ def test_1400_hour_run_from_the_ingested_azure_list(con, config):
     rel = con.sql(
         "select pricing, instances, purchase_option, expected_total_usd, break_even_hours, rank_by_cost"
         " from marts.gpu_cost_ranking_history where instance_type = 'Standard_ND96isr_H100_v5'"
+        " and cluster_choice = 'cheapest'"
     )
     rows = {r[0]: r[1:] for r in rel.fetchall()}
     assert set(rows) == {"on_demand", "spot", "reserved_1y", "reserved_3y", "reserved_5y"}
@@ -181,6 +183,7 @@ def test_a_long_run_makes_the_reservation_pay(con, config):
     rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
     rel = con.sql(
         "select pricing, expected_total_usd, rank_by_cost, commitment_note from marts.gpu_cost_ranking_history"
+        " where cluster_choice = 'cheapest'"
     )
     rows = {r[0]: r[1:] for r in rel.fetchall()}
     assert rows["on_demand"][0] == pytest.approx(7_157_696.0)
@@ -253,13 +256,13 @@ def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path
     config["checkpoints"]["price_list_storage_type"] = {"aws": "gp3"}
     tiny = {"name": "tiny-sft", "workload": "sft", "params_b": 1.0, "n_layers": 16, "d_model": 2048,
             "seq_len": 2048, "precision": "bf16", "optimizer": "adamw", "token_budget": 36_000_000,
-            "checkpoints_kept": 2}
+            "checkpoints_kept": 2, "max_gpus": 1}  # 1 GPU: storage by the hour favours the biggest cluster
     workloads = load_workloads({"workloads": [tiny]}, Ranking.model_validate(config))
     rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
     rel = con.sql(
         "select zone, checkpoint_gb, storage_usd_per_gb_month, storage_price_source, checkpoint_storage_usd,"
         " expected_total_usd from marts.gpu_cost_ranking_history where instance_type = 'g6.xlarge'"
-        " and pricing = 'on_demand' and zone in ('use2-az1', 'use1-az1') order by zone"
+        " and pricing = 'on_demand' and zone in ('use2-az1', 'use1-az1') and cluster_choice = 'cheapest' order by zone"
     )
     east1, east2 = rel.fetchall()
     assert east2[:4] == ("use2-az1", pytest.approx(14.0), 0.08, f"price list: {offer}")

@@ -69,8 +69,8 @@ def test_each_night_writes_a_snapshot_that_polars_and_duckdb_read_back_equal(aws
             assert_same(canonical(by_polars, columns), canonical(expected, columns), table)
             assert_same(canonical(by_duckdb, columns), canonical(expected, columns), table)
             assert by_polars.height == second.published.rows[table], table
-    # the AWS sample priced for 3 workloads x 932 offers each night (see test_publish): 2 nights of history
-    assert second.published.rows["gpu_cost_ranking_history"] == 2 * 3 * 932
+    # the AWS sample priced for 5 workloads x 932 offers x 2 cluster choices each night (see test_publish): 2 nights
+    assert second.published.rows["gpu_cost_ranking_history"] == 2 * 2 * 5 * 932
 
 
 def test_old_snapshots_are_pruned_and_a_failed_export_leaves_the_pointer(aws_prices, gpucost_home, monkeypatch,

@@ -41,8 +41,8 @@ def test_publish_builds_every_table_commented(aws_prices, gpucost_home):
     # AWS sample: 941 records read, 9 quarantined (no price) -> 932 observations; prices_current is the same 932
     assert outcome.published.rows["prices_current"] == 932
     assert outcome.published.rows["price_history"] == 932
-    # 3 shipped workloads x 932 offers
-    assert outcome.published.rows["gpu_cost_ranking"] == 3 * 932
+    # 5 shipped workloads x 932 offers x 2 cluster choices
+    assert outcome.published.rows["gpu_cost_ranking"] == 2 * 5 * 932
     assert outcome.chart is not None and outcome.chart.exists() and outcome.chart.parent == target.parent
     with duckdb.connect(str(target), read_only=True) as db:
         uncommented = db.sql("select table_name, column_name from duckdb_columns() where not internal"
@@ -158,7 +158,7 @@ def test_published_file_opens_in_duckdb_cli(aws_prices, gpucost_home):
     assert DUCKDB_CLI.exists(), "duckdb-cli is a dev dependency (pip install duckdb-cli)"
     done = subprocess.run(
         [str(DUCKDB_CLI), "-readonly", "-csv", "-noheader", str(target), "-c",
-         "select count(*) from gpu_cost_ranking where workload = '8b-qlora-100m'"],
+         "select count(*) from gpu_cost_ranking where workload = '8b-qlora-100m' and cluster_choice = 'cheapest'"],
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 0, done.stderr

@@ -95,7 +95,7 @@ def test_a_gpu_without_specs_is_reported_not_ranked(work_home: States, tmp_path:
     reason = f"no row for GPU A10 in gpu_specs ({tmp_path / 'gpu_specs_without_a10.csv'}): cannot size or predict"
     with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
         a10 = con.sql("select count(*), count(rank_by_cost), list(distinct not_ranked_reason) "
-                      "from gpu_cost_ranking where gpu = 'A10'").fetchall()[0]
+                      "from gpu_cost_ranking where gpu = 'A10' and cluster_choice = 'cheapest'").fetchall()[0]
         n_workloads = con.sql("select count(distinct workload) from gpu_cost_ranking").fetchall()[0][0]
     # 17 A10 lines in the Lambda sample, each an on-demand offer (no spot price), once per workload
     assert a10 == (17 * n_workloads, 0, [reason])
