@@ -121,8 +121,9 @@ def test_filters_and_sort_by_time(night: Night) -> None:
 
     unknown = gpucost("offers", "--workload", "13b", env=night.env)
     assert unknown.returncode == 2
-    assert unknown.stderr == ("error: no workload '13b' in the published ranking (workloads: 70b-pretrain-200b, "
-                              "7b-pretrain-1t, 8b-qlora-100m)\n")
+    assert unknown.stderr == ("error: no workload '13b' in the published ranking (workloads: "
+                              "30b-a3b-moe-pretrain-500b, 70b-pretrain-200b, 7b-pretrain-1t, 8b-fp8-pretrain-1t, "
+                              "8b-qlora-100m)\n")
     listed = gpucost("workloads", env=night.env)
     assert listed.returncode == 0 and all(name in listed.stdout for name in ("7b-pretrain-1t", "8b-qlora-100m"))
 
