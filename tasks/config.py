@@ -388,6 +388,9 @@ class Publish(Strict):
     top_offers_per_workload: Count = 5
     parquet_dir: str = "published-parquet"
     parquet_snapshots_kept: Count = 7
+    parquet_memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = \
+        "512MB"
+    parquet_threads: Count = 1
 
 
 class RankingCompute(Strict):

@@ -93,7 +93,8 @@ def publish_night(
         spill.mkdir(parents=True, exist_ok=True)
         parquet = export_parquet(published.path, parquet_root(config.publish), published_at,
                                  config.publish.parquet_snapshots_kept,
-                                 {"memory_limit": config.compute.memory_limit, "temp_directory": str(spill)})
+                                 {"memory_limit": config.publish.parquet_memory_limit,
+                                  "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
     except (OSError, duckdb.Error, ForeignTargetError) as error:
         # the database users query is already in place: a shared folder that is down costs only the Parquet copy
         notes.append(f"Parquet copy of the published tables not written: {error}")
