@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import csv
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,14 +101,49 @@ def write_csv(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float
 
 
 @contextmanager
+def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Event]:
+    """Ctrl-C interrupts `con`'s running query at once. While DuckDB computes, the main thread is inside C++ and
+    Python's own SIGINT handler would run only after the query ends (never, for an endless one): SIGINT is
+    blocked here and a thread waiting for it calls `con.interrupt()`. The event says Ctrl-C came."""
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+    done = threading.Event()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def wait_for_ctrl_c() -> None:
+        while not done.is_set():
+            signal.sigwait({signal.SIGINT})
+            if not done.is_set():
+                pressed.set()
+                con.interrupt()
+
+    waiter = threading.Thread(target=wait_for_ctrl_c, name="sql-ctrl-c", daemon=True)
+    waiter.start()
+    try:
+        yield pressed
+    finally:
+        done.set()
+        if waiter.ident is not None:
+            signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, which sees `done` and ends
+        waiter.join(timeout=2.0)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextmanager
 def _stopped_after(con: duckdb.DuckDBPyConnection, timeout_seconds: float) -> Iterator[None]:
-    with watchdog(con, timeout_seconds) as fired:
+    with ctrl_c_interrupts(con) as pressed, watchdog(con, timeout_seconds) as fired:
         try:
             yield
         except (duckdb.InterruptException, RuntimeError) as error:
+            if pressed.is_set() and is_interrupt(error):
+                raise KeyboardInterrupt from error
             if fired.is_set() and is_interrupt(error):
                 raise QueryTimeout(timeout_message(timeout_seconds)) from error
             raise
+        if pressed.is_set():  # Ctrl-C came as the last rows were fetched: still an interrupted command
+            raise KeyboardInterrupt
 
 
 def is_interrupt(error: BaseException) -> bool:
