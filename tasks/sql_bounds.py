@@ -110,6 +110,11 @@ def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Even
         yield pressed
         return
     done = threading.Event()
+    # a SIGINT ignored by inheritance (a parent that ignores it, e.g. a script's background job) is discarded
+    # before it could be waited for: the user's Ctrl-C counts while a query runs
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
     def wait_for_ctrl_c() -> None:
@@ -128,6 +133,8 @@ def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Even
         if waiter.ident is not None:
             signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, which sees `done` and ends
         waiter.join(timeout=2.0)
+        if previous == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 

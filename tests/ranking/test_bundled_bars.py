@@ -39,6 +39,8 @@ def bundled(night, tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFra
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GPUCOST_HOME", str(home))
         env.setenv("GPUCOST_CONFIG_DIR", str(night.config))
+        # mlflow.set_tracking_uri (any earlier in-process test) also sets MLFLOW_TRACKING_URI for the process
+        env.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'mlflow' / 'mlflow.db'}")
         recording = Recording(load_champion())
         con = connect(home / "warehouse.duckdb")
         try:
