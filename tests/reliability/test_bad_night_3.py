@@ -265,7 +265,7 @@ def test_publish_never_replaces_a_file_or_folder_gpucost_did_not_make(work_home:
 
 # ------------------------------------------------------------------------------------------ bounded `gpucost sql`
 
-@pytest.mark.xfail(reason="open (issue 29): under the full xdist suite the Ctrl-C step still times out; green alone", strict=False)
+@pytest.mark.xfail(reason="open (issue 29): Ctrl-C step times out in the full xdist suite", strict=False)
 def test_sql_is_bounded_in_time_rows_and_cells_and_ctrl_c_is_one_line(work_home: States) -> None:
     home = work_home.restore("base")
     before = digest(home / "published.duckdb")
