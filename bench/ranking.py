@@ -1,9 +1,8 @@
 """4. Ranking and publish at scale: 10^5 current offers x 10 (or 100) workloads (10^6 or 10^7 offer x workload
 pairs) through the plain `publish_night` (rank every offer with the real champion model at every rung of its
 cluster ladder, two rows per pair, build and swap the published database, top offers, chart) vs ONE DuckDB
-create-table-as-select of the same arithmetic (the floor, bench/sql/ranking_ladder_floor.sql: the same
-ladder and the two choices at a fixed MFU). The ladder-free floor of before (bench/sql/ranking_floor.sql, one
-row per pair at the memory minimum) is measured beside it for comparison.
+create-table-as-select of the same arithmetic (the floor, bench/sql/ranking_floor.sql: the same ladder and the
+two choices at a fixed MFU).
 
 The champion is a real one, trained once (train_and_register on the bundled telemetry sample) in the
 benchmark's own GPUCOST_HOME; the offers are a generated SkyPilot catalog ingested with the pipeline."""
@@ -92,7 +91,7 @@ def publish(home: str, config: str) -> dict[str, Any]:
             "published_mb": outcome.published.size_bytes / 1e6}
 
 
-def floor(home: str, config: str, database: str, sql: str = "ranking_ladder_floor") -> dict[str, Any]:
+def floor(home: str, config: str, database: str, sql: str = "ranking_floor") -> dict[str, Any]:
     """Measured step: the floor CTAS (bench/sql/`sql`.sql) over a copy of the same warehouse (copy not timed)."""
     import os
 
@@ -125,8 +124,6 @@ def run(cfg: BenchConfig) -> list[Row]:
     setup = run_step("ranking:prepare", home=str(home), catalog=str(catalog), config=str(config))
     result = run_step("ranking:publish", home=str(home), config=str(config))
     low = run_step("ranking:floor", home=str(home), config=str(config), database=str(work / "floor.duckdb"))
-    flat = run_step("ranking:floor", home=str(home), config=str(config), database=str(work / "floor.duckdb"),
-                    sql="ranking_floor")
     offers = setup["offers"]
     pairs = offers * cfg.rank_workloads
     return [
@@ -136,7 +133,4 @@ def run(cfg: BenchConfig) -> list[Row]:
             f"{result['ranked']} pairs ranked; {result['predictions']} champion predictions (v{setup['champion']}); "
             f"of which building the published file {result['publish_s']:.1f} s ({result['published_mb']:.0f} MB); "
             f"floor {low['rows']:,} rows"),
-        Row(SECTION, f"publish_night vs the ladder-free CTAS of before ({pairs:,} pairs, one row each)",
-            result["rows"], result["seconds"], flat["seconds"], result["peak_mb"], flat["peak_mb"],
-            "information: the floor before the cluster ladder (one size per pair, no choice)"),
     ]

@@ -62,8 +62,7 @@ def targets(rows: list[Row], cfg: BenchConfig) -> list[str]:
         gb = float(r.note.split(" GB", 1)[0])  # the note starts with the offer file's size
         out.append(f"{_verdict(r.peak_mb <= 1.5 * GB and gb >= 2.0)}: a 2 GB AWS offer CSV ingested with peak "
                    f"memory at most 1.5 GB ({r.peak_mb:.0f} MiB for {gb:.2f} GB)")
-    ranking = [r for r in rows
-               if r.section.startswith("4.") and r.pipeline_s is not None and "ladder-free" not in r.case]
+    ranking = [r for r in rows if r.section.startswith("4.") and r.pipeline_s is not None]
     for r in ranking:
         pairs = cfg.rank_offers * cfg.rank_workloads
         out.append(f"{_verdict((r.ratio or 1e9) <= 3 and (r.peak_mb or 1e9) <= 2 * GB)}: ranking + publish of "

@@ -97,3 +97,12 @@ alter table marts.gpu_cost_ranking_history add column if not exists grid_gco2e_p
 alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg double;                  -- kg CO2e
 alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg_per_mtoken double;       -- kg CO2e per million tokens
 alter table marts.gpu_cost_ranking_history add column if not exists co2e_source varchar;
+
+-- The gpu_specs source of every GPU on the night it was ranked (one row per night and GPU, not per ranking row:
+-- the text runs to hundreds of characters). Nights written before this table have their source in the
+-- history's gpu_spec_source column; later nights leave that column null and the published ranking joins this.
+create table if not exists marts.gpu_cost_ranking_gpu_specs (
+    publish_date    date not null,      -- UTC date of the publish run
+    gpu             varchar not null,   -- canonical GPU id (core.gpu_specs.gpu)
+    gpu_spec_source varchar             -- data/reference/gpu_specs.csv source column that night
+);

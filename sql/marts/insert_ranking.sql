@@ -1,14 +1,11 @@
--- One night's GPU cost ranking: every workload x current offer, ranked or with the reason it is not.
--- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
--- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
--- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
--- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
 -- One night's GPU cost ranking: every workload x current offer x cluster choice (cheapest | fastest), ranked
 -- or with the reason it is not.
 -- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
 -- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
 -- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
 -- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
+-- The rows leave gpu_spec_source null: the night's spec sources are kept once per GPU
+-- (insert_ranking_gpu_specs.sql) and joined where the ranking is published (sql/publish/gpu_cost_ranking_history.sql).
 insert into marts.gpu_cost_ranking_history by name
 with candidates as (
     select *, coalesce(zone, '') as zone_key from ranking_candidates
@@ -214,8 +211,7 @@ joined as (
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
-        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu,
-        specs.source as gpu_spec_source
+        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
     from candidates
     join terms using (candidate_id)
     cross join choices
@@ -229,7 +225,6 @@ joined as (
         and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
         and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
     left join telemetry on telemetry.gpu = candidates.gpu
-    left join core.gpu_specs as specs on specs.gpu = candidates.gpu
 ),
 
 costed as (
@@ -396,7 +391,6 @@ select
     model_version,
     source_file,
     source_line,
-    gpu_spec_source,
     purchase_option,
     offering_class,
     term_hours,

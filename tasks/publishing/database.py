@@ -18,10 +18,11 @@ import polars as pl
 
 from tasks.warehouse import execute, query, registered
 
-# In order; each is sql/publish/<name>.sql creating published.<name>.
+# In order; each is sql/publish/<name>.sql creating published.<name> (gpu_cost_ranking: a view of the newest night
+# of gpu_cost_ranking_history, so it comes after it).
 PUBLISHED_TABLES = (
-    "gpu_cost_ranking",
     "gpu_cost_ranking_history",
+    "gpu_cost_ranking",
     "prices_current",
     "price_history",
     "gpu_specs",

@@ -171,6 +171,8 @@ def rank_offers(
         transaction(con),
     ):
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
+        execute(con, "marts/delete_ranking_gpu_specs", {"publish_date": publish_date})
+        execute(con, "marts/insert_ranking_gpu_specs", {"publish_date": publish_date})
         for batch in batches:
             with registered(con, "ranking_workloads", batch):
                 execute(con, "marts/offer_candidates", candidate_params)

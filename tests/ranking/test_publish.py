@@ -69,6 +69,33 @@ def test_history_keeps_every_night(aws_prices, gpucost_home):
         assert db.sql("select distinct publish_date from gpu_cost_ranking").fetchall() == [(date(2026, 1, 7),)]
 
 
+def test_spec_source_kept_once_per_gpu_and_shown_on_every_published_row(aws_prices, gpucost_home):
+    target = gpucost_home / "published.duckdb"
+    night(aws_prices, 6, target)
+    # a night written before the spec sources were kept apart: its rows carry their source themselves
+    aws_prices.execute("update marts.gpu_cost_ranking_history set gpu_spec_source = 'kept in the row' "
+                       "where publish_date = '2026-01-06'")
+    aws_prices.execute("delete from marts.gpu_cost_ranking_gpu_specs where publish_date = '2026-01-06'")
+    night(aws_prices, 7, target)
+    # tonight's warehouse rows carry no source text; one row per GPU of core.gpu_specs holds it
+    assert aws_prices.sql("select count(*) from marts.gpu_cost_ranking_history where publish_date = '2026-01-07' "
+                          "and gpu_spec_source is not null").fetchall() == [(0,)]
+    assert aws_prices.sql("select count(*) from marts.gpu_cost_ranking_gpu_specs where publish_date = '2026-01-07'"
+                          ).fetchall() == aws_prices.sql("select count(*) from core.gpu_specs").fetchall()
+    with duckdb.connect(str(target), read_only=True) as db:
+        tonight = db.sql("select count(*), count(r.gpu_spec_source), "
+                         "count(*) filter (where r.gpu_spec_source is distinct from s.source) "
+                         "from gpu_cost_ranking r left join gpu_specs s using (gpu)").fetchall()
+        earlier = db.sql("select distinct gpu_spec_source from gpu_cost_ranking_history "
+                         "where publish_date = '2026-01-06'").fetchall()
+        kind = db.sql("select count(*) from duckdb_views() where view_name = 'gpu_cost_ranking'").fetchall()
+    # 5 shipped workloads x 932 AWS offers x 2 choices, every one with its GPU's spec source (AWS's GPUs all have a
+    # spec row), none different from the published gpu_specs row
+    assert tonight == [(2 * 5 * 932, 2 * 5 * 932, 0)]
+    assert earlier == [("kept in the row",)]
+    assert kind == [(1,)]   # tonight's ranking is a view of the history: its rows are stored once
+
+
 READER = textwrap.dedent(
     """
     import sys, duckdb
