@@ -196,41 +196,47 @@ def estimated_moe_shape(total: np.ndarray, active: np.ndarray, layers: np.ndarra
 
 @dataclass(frozen=True)
 class StructuredConfig:
-    """Fixed physics constants (config/models.toml [structured]); the efficiencies are learned."""
+    """Fixed physics constants, every one from config/models.toml [structured] (the one place their values live);
+    the efficiencies are learned."""
 
-    optimizer_bytes_per_param: float = 16.0   # Adam: fp32 master weight, m, v read + written, bf16 copy
-    scale_out_efficiency: float = 0.9         # bus bandwidth of ring collectives / network line rate
-    a2a_scale_up_efficiency: float = 0.8      # all-to-all bandwidth / scale-up (NVLink, xGMI) line rate
-    a2a_scale_out_efficiency: float = 0.6     # all-to-all bandwidth / network line rate
-    a2a_bytes_per_element: float = 2.0        # bytes per hidden-state element dispatched (bf16)
-    default_scale_up_domain_gpus: float = 1.0
-    default_scale_out_gbps_per_gpu: float = 100.0   # Gb/s when neither the row nor the GPU system says
-    default_global_batch_tokens: float = 4.0e6
-    default_micro_batch_tokens: float = 8192.0   # tokens per micro-step when a run gives no micro_batch
-    default_ffn_matrices: float = 3.0         # gated FFN (SwiGLU): gate, up, down
-    shape_aspect_ratio: float = 128.0
-    estimate_vocab: float = 128000.0
-    estimate_fine_grained_ratio: float = 6.0
-    estimate_top_k_coarse: float = 2.0
-    estimate_top_k_fine: float = 8.0
-    fsdp_memory_fraction: float = 0.8         # share of GPU memory the unsharded weights + optimizer may fill
-    default_matmul_ceiling: float = 0.78      # measured max achievable matmul / peak of a GPU without a MAMF row
-    framework_ridge: float = 4.0              # penalty weight on log framework factors (shrinks towards the pool)
-    lowp_ratio_prior: float = 0.9             # prior of lowp_matmul_ratio when no fp8/fp4 run is in the data
-    lowp_ratio_weight: float = 1.0            # its penalty weight (data with fp8 runs outweighs it)
-    grouped_gemm_half_size_prior: float = 1.0e6
-    grouped_gemm_prior_weight: float = 1.0
-    a2a_overlap_prior: float = 0.3
-    a2a_overlap_prior_weight: float = 1.0
-    moe_permute_bytes_prior: float = 16.0
-    moe_permute_prior_weight: float = 1.0
-    max_framework_factor: float = 2.0
+    optimizer_bytes_per_param: float   # Adam: fp32 master weight, m, v read + written, bf16 copy
+    scale_out_efficiency: float   # bus bandwidth of ring collectives / network line rate
+    a2a_scale_up_efficiency: float   # all-to-all bandwidth / scale-up (NVLink, xGMI) line rate
+    a2a_scale_out_efficiency: float   # all-to-all bandwidth / network line rate
+    a2a_bytes_per_element: float   # bytes per hidden-state element dispatched (bf16)
+    default_scale_up_domain_gpus: float
+    default_scale_out_gbps_per_gpu: float   # Gb/s when neither the row nor the GPU system says
+    default_global_batch_tokens: float
+    default_micro_batch_tokens: float   # tokens per micro-step when a run gives no micro_batch
+    default_ffn_matrices: float   # gated FFN (SwiGLU): gate, up, down
+    shape_aspect_ratio: float
+    estimate_vocab: float
+    estimate_fine_grained_ratio: float
+    estimate_top_k_coarse: float
+    estimate_top_k_fine: float
+    fsdp_memory_fraction: float   # share of GPU memory the unsharded weights + optimizer may fill
+    default_matmul_ceiling: float   # measured max achievable matmul / peak of a GPU without a MAMF row
+    framework_ridge: float   # penalty weight on log framework factors (shrinks towards the pool)
+    lowp_ratio_prior: float   # prior of lowp_matmul_ratio when no fp8/fp4 run is in the data
+    lowp_ratio_weight: float   # its penalty weight (data with fp8 runs outweighs it)
+    grouped_gemm_half_size_prior: float
+    grouped_gemm_prior_weight: float
+    a2a_overlap_prior: float
+    a2a_overlap_prior_weight: float
+    moe_permute_bytes_prior: float
+    moe_permute_prior_weight: float
+    max_framework_factor: float
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
+        """From config/models.toml [structured] (as loaded, or as stored in a registered version's spec); a
+        constant it lacks is a KeyError naming it."""
         known = {f for f in cls.__dataclass_fields__ if f not in ("frameworks", "low_precision_share")}
+        missing = sorted(known - set(cfg))
+        if missing:
+            raise KeyError(f"config/models.toml [structured] lacks {', '.join(missing)}")
         values = {k: v for k, v in cfg.items() if k in known}
         return cls(**values, frameworks=tuple((str(k), str(v)) for k, v in cfg.get("frameworks", {}).items()),
                    low_precision_share=tuple((str(k), float(v))

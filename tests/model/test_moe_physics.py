@@ -12,6 +12,7 @@ import pytest
 
 from tasks.model.contract_rows import ContractFeatures
 from tasks.model.structured import StructuredConfig, compute_terms, estimated_moe_shape, step_time_parts
+from tasks.settings import load_config
 
 # data/reference/model_shapes.csv, Qwen3-30B-A3B (HF config.json): 48 layers, d_model 2048, 128 experts, top-8,
 # expert FFN 768, SwiGLU (3 matrices), no shared experts, every layer MoE. 8 H100 SXM (HGX: NVLink 450 GB/s per
@@ -27,7 +28,8 @@ QWEN3_30B = {
     "matmul_ceiling_lowp": 1402.6 / 1979, "scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0,
     "scale_out_gbps_per_gpu": 400.0,
 }
-CONFIG = StructuredConfig()   # scale-out efficiency 0.9, all-to-all 0.8 (scale-up) and 0.6 (network), bf16 tokens
+# config/models.toml [structured]: scale-out efficiency 0.9, all-to-all 0.8 (scale-up) and 0.6 (network), bf16 tokens
+CONFIG = StructuredConfig.from_config(load_config("models")["structured"])
 
 
 def terms_of(*rows: dict) -> object:

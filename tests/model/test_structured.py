@@ -11,6 +11,7 @@ import pytest
 from tasks.model.evaluation import GroupedCV, select_best
 from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
 from tasks.model.structured import StructuredConfig, compute_terms, parse_parallelism, step_time_parts
+from tasks.settings import load_config
 
 # One bundled row (published_benchmarks.csv, NeMo AutoModel): Llama-3-8B LoRA-less pretrain on 1 H100-SXM,
 # here with the shape of Llama-3-8B (32 x 4096) and the H100-SXM specs of data/reference/gpu_specs.csv.
@@ -21,13 +22,14 @@ ROW = {"num_gpus": 1, "params_b": 8.03, "active_params_b": 8.03, "seq_len": 4096
        "framework": "NeMo AutoModel", "parallelism": "FSDP 1 TP 1 PP 1 CP 1 VP 1 GA 16", "gpu": "H100-SXM",
        # data/reference/gpu_matmul_ceilings.csv: H100 SXM MAMF 794.5 of 989 (bf16), 1402.6 of 1979 (fp8)
        "matmul_ceiling_16bit": 794.5 / 989, "matmul_ceiling_lowp": 1402.6 / 1979}
+PHYSICS = load_config("models")["structured"]   # the fixed constants (config/models.toml [structured])
 PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "attention_efficiency": 0.5, "activation_bytes": 100.0,
           "quantisation_bytes": 50.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
           "layer_overhead_us": 10.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3}
 
 
 def test_step_time_of_one_row_by_hand() -> None:
-    parts = step_time_parts(compute_terms(pd.DataFrame([ROW]), StructuredConfig()), PARAMS)
+    parts = step_time_parts(compute_terms(pd.DataFrame([ROW]), StructuredConfig.from_config(PHYSICS)), PARAMS)
     # linear: 2 x 8.03e9 x 3 passes = 4.818e10 FLOPs / (MAMF 794.5e12 x 0.5) = 1.21284e-4 s per token
     assert parts["linear"][0] == pytest.approx(4.818e10 / 397.25e12)
     # attention: 2 x 4096 x 4096 x 32 x 3 = 3.2212e9 FLOPs / (794.5e12 x 0.5) = 8.1089e-6 s
@@ -48,7 +50,7 @@ def test_step_time_of_one_row_by_hand() -> None:
 
 def test_fp8_runs_only_the_linear_layers_at_the_fp8_peak() -> None:
     fp8 = dict(ROW, precision="fp8", precision_recipe="delayed", peak_tflops=1979.0)
-    parts = step_time_parts(compute_terms(pd.DataFrame([ROW, fp8]), StructuredConfig()), PARAMS)
+    parts = step_time_parts(compute_terms(pd.DataFrame([ROW, fp8]), StructuredConfig.from_config(PHYSICS)), PARAMS)
     # linear: 4.818e10 / (fp8 MAMF 1402.6e12 x 0.5 x 0.8); attention unchanged (16-bit); memory + 50 B quantisation
     assert parts["linear"][1] == pytest.approx(4.818e10 / (1402.6e12 * 0.4))
     assert parts["attention"][1] == parts["attention"][0]
@@ -72,7 +74,7 @@ def test_layouts_are_read_from_free_text() -> None:
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
     row = dict(ROW, n_layers=None, d_model=None, micro_batch=None, framework=None, parallelism=None)
-    terms = compute_terms(pd.DataFrame([row]), StructuredConfig())
+    terms = compute_terms(pd.DataFrame([row]), StructuredConfig.from_config(PHYSICS))
     # N = 12 L d^2 with d = 128 L: L = (8.03e9 / (12 x 128^2))^(1/3) = 34.4, d = 4,403
     layers = (8.03e9 / (12 * 128**2)) ** (1 / 3)
     assert terms.layer_width[0] == pytest.approx(layers * 128 * layers)
@@ -158,7 +160,8 @@ def test_residual_correction_applies_only_to_categories_it_was_learned_on(all_tr
     data = prepare_training_data(all_training_features)
     bf16 = (data.frame["precision"] == "bf16").to_numpy()
     features = FeatureSpec(log_numeric=("params_b", "seq_len"), categorical=("precision_recipe",))
-    model = StructuredPlusResidual(residual_features=features, params={"max_iter": 20}, shrink=0.5).fit(
+    model = StructuredPlusResidual(physics=PHYSICS, residual_features=features, params={"max_iter": 20},
+                                   shrink=0.5).fit(
         data.frame[bf16], data.log_mfu[bf16])
     # trained on bf16 runs only (recipe "none"): an fp8 run's recipe (delayed, rowwise, ...) was never seen, so
     # it gets the structured prediction unchanged; bf16 runs get structured + 0.5 x the correction
