@@ -88,7 +88,8 @@ def publish(home: str, config: str) -> dict[str, Any]:
     con.close()
     return {"seconds": t["s"], "rows": outcome.ranking.rows, "ranked": outcome.ranking.ranked,
             "predictions": outcome.ranking.predictions, "publish_s": outcome.published.seconds,
-            "published_mb": outcome.published.size_bytes / 1e6}
+            "published_mb": outcome.published.size_bytes / 1e6, "parquet": outcome.parquet is not None,
+            "notes": outcome.notes}
 
 
 def floor(home: str, config: str, database: str, sql: str = "ranking_floor") -> dict[str, Any]:
@@ -121,9 +122,12 @@ def run(cfg: BenchConfig) -> list[Row]:
         write_skypilot_prices(catalog, catalog_rows_for(cfg.rank_offers))
     config = write_config(work / "config", cfg.rank_workloads)
     home = work / "home"
-    setup = run_step("ranking:prepare", home=str(home), catalog=str(catalog), config=str(config))
-    result = run_step("ranking:publish", home=str(home), config=str(config))
-    low = run_step("ranking:floor", home=str(home), config=str(config), database=str(work / "floor.duckdb"))
+    # 10^7 pairs take about ten times as long as 10^6: the steps' time limit grows with the pairs
+    timeout = 1800 * max(1.0, cfg.rank_offers * cfg.rank_workloads / 1e6)
+    setup = run_step("ranking:prepare", timeout=timeout, home=str(home), catalog=str(catalog), config=str(config))
+    result = run_step("ranking:publish", timeout=timeout, home=str(home), config=str(config))
+    low = run_step("ranking:floor", timeout=timeout, home=str(home), config=str(config),
+                   database=str(work / "floor.duckdb"))
     offers = setup["offers"]
     pairs = offers * cfg.rank_workloads
     return [
@@ -132,5 +136,6 @@ def run(cfg: BenchConfig) -> list[Row]:
             result["rows"], result["seconds"], low["seconds"], result["peak_mb"], low["peak_mb"],
             f"{result['ranked']} pairs ranked; {result['predictions']} champion predictions (v{setup['champion']}); "
             f"of which building the published file {result['publish_s']:.1f} s ({result['published_mb']:.0f} MB); "
-            f"floor {low['rows']:,} rows"),
+            f"Parquet snapshot {'written' if result.get('parquet') else 'NOT written'}; floor {low['rows']:,} rows"
+            + "".join(f"; {note}" for note in result.get("notes", []))),
     ]
