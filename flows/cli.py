@@ -549,7 +549,7 @@ def sql(
 
     from tasks.preflight import duckdb_problem
     from tasks.settings import paths
-    from tasks.sql_bounds import QueryTimeout, fetch_table, is_interrupt, write_csv
+    from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, fetch_table, is_interrupt, write_csv
     from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
@@ -562,6 +562,8 @@ def sql(
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
+    except KeyboardInterrupt:  # Ctrl-C while the database opens
+        fail(INTERRUPTED_MESSAGE, 130)
     try:
         if csv:
             write_csv(con, query, bounds.timeout_seconds, sys.stdout)
@@ -572,7 +574,7 @@ def sql(
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
             raise
-        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", 130)
+        fail(INTERRUPTED_MESSAGE, 130)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:
