@@ -48,7 +48,6 @@ def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(co
     assert _raw_lines(con) == (SAMPLE_RECORDS, SAMPLE_RECORDS, FIRST_LINE, LAST_LINE)
 
 
-@pytest.mark.xfail(reason="open: out of memory at the 100 MB cap in the full xdist suite", strict=False)
 def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path) -> None:  # noqa: ANN001
     # A generated SkyPilot catalog of 100,000 GPU rows (bench/generate.py, fixed seed): its records are a view
     # over the file as read, 190,502 offers with their JSON. Staged by a worker capped at 100 MB, the hand-over
