@@ -178,6 +178,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         execute(con, "prices/aws_offer_csv_view")
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
+    execute(con, "prices/number_macros")
     from tasks import config
 
     max_storage = (context.validation or config.settings().validation.prices).max_storage_usd_per_gb_month

@@ -31,6 +31,7 @@ from tasks.prices.adapters import (
     reference_table,
     require_columns,
 )
+from tasks.prices.numbers import comma_reason, number
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 MIB_PER_GB = 1024.0
@@ -71,7 +72,7 @@ def read_catalog(path: Path) -> pl.DataFrame:
 
 
 def _num(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return number(pl.col(column))
 
 
 def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
@@ -88,9 +89,12 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
         memory_gb=_num("MemoryGiB"),
         currency=pl.lit("USD"),
     )
-    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"))
+    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"),
+                                  rejected_reason=pl.coalesce(comma_reason({"price": pl.col("Price")}),
+                                                              pl.col("rejected_reason")))
     spot = base.filter(pl.col("SpotPrice").str.strip_chars().str.len_chars() > 0).with_columns(
-        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice")
+        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice"),
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("SpotPrice")}), pl.col("rejected_reason")),
     )
     return pl.concat([on_demand, spot])
 
@@ -221,6 +225,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     columns.create_view("skypilot_columns", replace=True)
     execute(con, "prices/skypilot_catalog")
     execute(con, "prices/skypilot_provider", {"provider": context.provider})
+    execute(con, "prices/number_macros")
     execute(con, "prices/skypilot_records")
     offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:
