@@ -38,6 +38,7 @@ from typing import Any
 
 import duckdb
 
+from tasks.ingest.landing import land_file, landing_dir
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -178,8 +179,32 @@ def ingest_file(
     if already_ingested(con, dataset.name, sha):
         outcome.status = "already_ingested"
         return outcome
+    problem = land(con, path, outcome)
+    if problem is not None:
+        return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
 
     return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes)
+
+
+def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> str | None:
+    """Land the file's bytes beside the warehouse (tasks/ingest/landing.py) before its transaction; sets
+    `outcome.landed_path`. Returns why the file cannot be read (quarantined for tonight, not registered), or
+    None. A transient I/O error is raised (the task retries it), the machine's failure raises IngestAborted."""
+    folder = landing_dir(con)
+    if folder is None:  # an in-memory warehouse: nothing lands
+        return None
+    try:
+        outcome.landed_path = land_file(path, folder, outcome.content_sha256).landed_path
+    except OSError as error:
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
+        if is_transient(error):
+            raise
+        return _unreadable(path, error)
+    except ValueError as error:  # the bytes changed since they were hashed
+        return str(error)
+    return None
 
 
 def ingest_unit(
@@ -353,6 +378,9 @@ def apply_staged(
         if already_ingested(con, dataset.name, staged_file.sha256):
             outcome.status = "already_ingested"
             return outcome
+        problem = land(con, Path(source.path), outcome)
+        if problem is not None:
+            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
         if staged_file.error is not None or staged_file.staged is None or staged_file.directory is None:
             message = staged_file.error or f"{Path(source.path).name}: staged by a worker that skipped it"
             return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)

@@ -109,9 +109,6 @@ class PriceDataset(Dataset):
         return [f"unknown GPU names: {', '.join(unknown)}"] if unknown else []
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "prices/insert_raw_records", {
-            "format": file.source.format, "content_sha256": file.sha256, "source_file": file.source_file,
-        })
         execute(con, "prices/insert_observations")
         execute(con, "prices/insert_storage_prices")
         return []

@@ -28,8 +28,8 @@ observation as (
         on o.source_file = r.source_file and o.source_line = r.source_line and o.provider = r.provider
         and o.region = r.region and o.instance_type = r.instance_type and o.pricing = r.pricing
         and o.usd_per_hour = r.usd_per_hour and o.gpu = r.gpu
-    left join (select distinct source_file, source_line from wh.raw.price_records) raw
-        on raw.source_file = r.source_file and raw.source_line = r.source_line
+    left join (select distinct source_file from wh.raw.ingested_files where landed_path is not null) raw
+        on raw.source_file = r.source_file  -- the line is in the landed file
     group by r.row_id
 ),
 spec as (
