@@ -22,7 +22,7 @@ from tests.reliability.conftest import States
 UNTRACEABLE_ROWS = """
 with ranking as (select row_number() over () as row_id, * from gpu_cost_ranking),
 observation as (
-    select r.row_id, count(o.source_line) as observations, count(raw.source_line) as raw_records
+    select r.row_id, count(o.source_line) as observations, count(raw.source_file) as raw_records
     from ranking r
     left join wh.core.price_observations o
         on o.source_file = r.source_file and o.source_line = r.source_line and o.provider = r.provider
