@@ -8,7 +8,7 @@ from datetime import datetime
 
 import duckdb
 
-from tasks.fetch.providers import FetchedFile
+from tasks.fetch.context import FetchedFile
 from tasks.ingest.registry import FileOutcome
 
 

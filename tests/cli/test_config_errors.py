@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.prices.adapters import FORMATS
+from tasks.providers import registry
 from tasks.settings import PROJECT_ROOT
 from tests.cli.night import GPUCOST
 
@@ -53,7 +53,7 @@ HOSTILE = {
                      "config/ranking.toml: memory.usable_fraction: must be <= 1 (got 90)"),
     "bad entry of a list": ("sources.toml", 'format = "aws-spot"', 'format = "aws_spot"',
                             "config/sources.toml: prices[7].format: must be one of "  # the 7th [[prices]]
-                            f"{', '.join(repr(f) for f in FORMATS)} (got 'aws_spot')"),
+                            f"{', '.join(repr(f) for f in registry.formats())} (got 'aws_spot')"),
     "bad member of a table value": ("telemetry.toml", '"fp8-cs" = { family = "fp8", recipe = "current" }',
                                     '"fp8-cs" = { family = "fp8", recipe = "curent" }',
                                     "config/telemetry.toml: precision.fp8-cs.recipe: must be one of 'none', "

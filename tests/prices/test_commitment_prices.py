@@ -10,9 +10,11 @@ import polars as pl
 import pytest
 
 from tasks.ingest.landing import landed_lines
-from tasks.prices.adapters import AdapterContext, aws_offer, gcp_billing
-from tasks.prices.adapters.azure_retail import NO_SHAPE
+from tasks.prices.adapter import AdapterContext
 from tasks.prices.ingest import normalise
+from tasks.providers import aws as aws_offer
+from tasks.providers import gcp as gcp_billing
+from tasks.providers.azure import NO_SHAPE
 from tasks.reference import read_aliases
 from tests.conftest import PRICE_SAMPLES
 from tests.prices.helpers import ingest, source
