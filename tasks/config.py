@@ -109,7 +109,8 @@ INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run 
 
 
 class IngestRunner(Strict):
-    kind: Literal[INGEST_RUNNERS] = INGEST_RUNNERS[0]  # type: ignore[valid-type]
+    # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
+    kind: Literal[INGEST_RUNNERS] = "sequential"  # type: ignore[valid-type]
     workers: Count = 2
     threads_per_worker: Count = 1
 
