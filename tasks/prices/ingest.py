@@ -118,6 +118,8 @@ class PriceDataset(Dataset):
 def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
     """Drop the staged rows identical to an earlier row of the file (sql/prices/collapse_duplicates.sql); returns
     how many were dropped."""
+    if not query(con, "prices/may_hold_identical_rows").fetchall()[0][0]:
+        return 0
     before = query(con, "prices/count_staged_rows").fetchall()[0][0]
     execute(con, "prices/collapse_duplicates")
     return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
