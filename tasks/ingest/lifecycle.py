@@ -1,5 +1,6 @@
-"""One file lifecycle for every dataset: hash -> already ingested? -> read -> stage -> validate ->
-split good / quarantined -> store -> register, all inside ONE transaction (a file lands whole or not at all).
+"""One file lifecycle for every dataset: hash -> already ingested? -> landed (tasks/ingest/landing.py, before the
+transaction) -> read -> stage -> validate -> split good / quarantined -> store -> register, all inside ONE
+transaction (a file is stored whole or not at all).
 
 Two placements of the same steps: `ingest_file` runs them all on the writer's connection (the default);
 for parallel ingest, `stage_file` reads, stages and validates one file with no warehouse connection (its own
@@ -102,7 +103,7 @@ class FileContext:
 class Dataset(ABC):
     """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging_*` (it reads the
     reference tables, and prices read core.price_observations for the price move against history);
-    `store` is the only part that writes raw/core tables. To read and stage files in parallel, run
+    `store` is the only part that writes core tables. To read and stage files in parallel, run
     `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
     staging tables over as Parquet, and let the one writer run `stage_against_warehouse`, `combine_failures`,
     `store` and the registration in the file's transaction (`stage_file` / `apply_staged`)."""
@@ -150,8 +151,8 @@ class Dataset(ABC):
 
     @abstractmethod
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        """Store the raw records and the accepted rows (staging_file_rows without staging_file_failures).
-        Returns notes for the outcome."""
+        """Store the accepted rows (staging_file_rows without staging_file_failures) as typed rows carrying
+        (content_sha256, source_line) back to the landed file. Returns notes for the outcome."""
 
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """Notes a person should hear about the rejected rows (e.g. unknown GPU names)."""
