@@ -34,6 +34,8 @@ print(ingest_price_file(con, PriceSource(Path({str(PRICE_FILE)!r}), "aws", "skyp
 print(ingest_telemetry_file(con, Path({str(TELEMETRY_FILE)!r}), read_aliases(), at).status)
 con.close()
 """
+# the old code runs in a process of its own
+pytestmark = pytest.mark.slow
 CORE_TABLES = ("core.price_observations", "core.telemetry_runs", "quarantine.rejected_rows", "raw.ingested_files")
 
 
