@@ -62,36 +62,70 @@ def landed_name(sha256: str, suffix: str) -> str:
     return f"{sha256[:2]}/{name}"
 
 
-def land_file(path: Path, folder: Path, sha256: str) -> Landed:
-    """Land `path` (whose bytes hash to `sha256`) under `folder`, atomically; an already landed unit is not
-    written again. Raises OSError (the caller's transient-I/O rule applies) or ValueError when the bytes read
-    are not the ones hashed (the file changed while it was ingested)."""
-    relative = landed_name(sha256, Path(path).suffix)
-    target = folder / relative
-    size = Path(path).stat().st_size
-    if target.exists():
-        return Landed(sha256, size, relative)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = target.parent / f"{PART_PREFIX}{uuid.uuid4().hex}"
+@dataclass(frozen=True)
+class Part:
+    """A file read once: the SHA-256 and size of its bytes, written (compressed unless stored as is) to a part
+    file under the landing folder, not landed yet."""
+
+    path: Path
+    sha256: str
+    size_bytes: int
+    suffix: str  # the file's own suffix (says whether it lands compressed)
+
+
+def read_into_part(path: Path, folder: Path) -> Part:
+    """Read `path` once: hash its bytes and write them to a part file under `folder` (one read for both).
+    Raises OSError (the caller's transient-I/O rule applies); leaves no part file behind when it does."""
+    suffix = Path(path).suffix
+    compressed = landed_name("0" * 64, suffix).endswith(".zst")
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f"{PART_PREFIX}{uuid.uuid4().hex}"
     digest = hashlib.sha256()
     try:
         with open(path, "rb") as source:
-            if target.suffix == ".zst":
-                raw = pa.OSFile(str(part), "wb")
-                with pa.CompressedOutputStream(raw, "zstd") as sink:  # Arrow's zstd level: 1 (the fastest)
-                    _copy(source, sink, digest)
+            if compressed:
+                with pa.CompressedOutputStream(pa.OSFile(str(part), "wb"), "zstd") as sink:  # Arrow's level 1
+                    size = _copy(source, sink, digest)
             else:
                 with open(part, "wb") as sink:
-                    _copy(source, sink, digest)
-        if digest.hexdigest() != sha256:
-            raise ValueError(f"{Path(path).name} changed while it was ingested (its bytes no longer hash to "
-                             f"{sha256[:12]}…)")
-        _fsync(part)
-        os.replace(part, target)
-        _fsync(target.parent)
-    finally:
+                    size = _copy(source, sink, digest)
+    except BaseException:
         part.unlink(missing_ok=True)
-    return Landed(sha256, size, relative)
+        raise
+    return Part(part, digest.hexdigest(), size, suffix)
+
+
+def land_part(part: Part, folder: Path) -> Landed:
+    """Move a part file to its landed name, fsynced (an already landed unit is not written again)."""
+    relative = landed_name(part.sha256, part.suffix)
+    target = folder / relative
+    try:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _fsync(part.path)
+            os.replace(part.path, target)
+            _fsync(target.parent)
+    finally:
+        part.path.unlink(missing_ok=True)
+    return Landed(part.sha256, part.size_bytes, relative)
+
+
+def discard(part: Part | None) -> None:
+    """A part file that will not land (its bytes were ingested before)."""
+    if part is not None:
+        part.path.unlink(missing_ok=True)
+
+
+def land_file(path: Path, folder: Path, sha256: str) -> Landed:
+    """Land `path` (whose bytes hashed to `sha256` where it was staged) under `folder`, atomically. Raises
+    OSError (the caller's transient-I/O rule applies) or ValueError when the bytes read are not the ones hashed
+    (the file changed while it was ingested)."""
+    part = read_into_part(path, folder)
+    if part.sha256 != sha256:
+        discard(part)
+        raise ValueError(f"{Path(path).name} changed while it was ingested (its bytes no longer hash to "
+                         f"{sha256[:12]}…)")
+    return land_part(part, folder)
 
 
 def land_bytes(data: bytes, folder: Path, sha256: str, suffix: str) -> Landed:
@@ -113,10 +147,13 @@ def land_bytes(data: bytes, folder: Path, sha256: str, suffix: str) -> Landed:
     return Landed(sha256, len(data), relative)
 
 
-def _copy(source, sink, digest) -> None:  # noqa: ANN001 - a binary file and a pyarrow or Python sink
+def _copy(source, sink, digest) -> int:  # noqa: ANN001 - a binary file and a pyarrow or Python sink
+    size = 0
     while chunk := source.read(CHUNK_BYTES):
         digest.update(chunk)
         sink.write(chunk)
+        size += len(chunk)
+    return size
 
 
 def _fsync(path: Path) -> None:
@@ -140,8 +177,11 @@ def recover(con: duckdb.DuckDBPyConnection, folder: Path | None = None) -> list[
         return []
     registered = {path for (path,) in query(con, "ingest/landed_paths").fetchall()}
     removed = []
-    for path in folder.glob(f"{PART_PREFIX}*"):  # a migration's export cut short
-        shutil.rmtree(path, ignore_errors=True)
+    for path in folder.glob(f"{PART_PREFIX}*"):  # a file read before its hash was known, a migration's export
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
         removed.append(path)
     for path in landed_files(folder):
         relative = path.relative_to(folder).as_posix()

@@ -39,7 +39,7 @@ from typing import Any
 
 import duckdb
 
-from tasks.ingest.landing import land_file, landing_dir
+from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -169,22 +169,48 @@ def ingest_file(
     irregular = irregular_file(path)
     if irregular is not None:  # never read (it could be read forever), never registered
         return _quarantine_whole_file(con, dataset, outcome, irregular, ingested_at, None)
+    folder = landing_dir(con)
+    part = None
     try:
-        sha = content_sha256(path)
+        if folder is None:  # an in-memory warehouse: nothing lands
+            sha = content_sha256(path)
+        else:  # one read: the hash, and the bytes to land once the registry says they are new
+            part = read_into_part(path, folder)
+            sha = part.sha256
         size_bytes = path.stat().st_size
     except OSError as error:
+        discard(part)
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
         if is_transient(error):
             raise  # retried by the flow's task; still failing: quarantine_unreadable
         return _quarantine_whole_file(con, dataset, outcome, _unreadable(path, error), ingested_at, None)
     outcome.content_sha256 = sha
     if already_ingested(con, dataset.name, sha):
+        discard(part)
         outcome.status = "already_ingested"
         return outcome
-    problem = land(con, path, outcome)
-    if problem is not None:
-        return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
+    if part is not None and folder is not None:
+        problem = _land_part(path, part, folder, outcome)
+        if problem is not None:
+            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
 
     return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes)
+
+
+def _land_part(path: Path, part: Part, folder: Path, outcome: FileOutcome) -> str | None:
+    """`land` for a file already read into a part file."""
+    try:
+        outcome.landed_path = land_part(part, folder).landed_path
+    except OSError as error:
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
+        if is_transient(error):
+            raise
+        return _unreadable(path, error)
+    return None
 
 
 def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> str | None:

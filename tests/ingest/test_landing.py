@@ -41,6 +41,7 @@ def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: 
     copy.write_bytes(SAMPLE.read_bytes())
     assert ingest_telemetry_file(con, copy, read_aliases(), AT).status == "already_ingested"
     assert [p.name for p in folder.glob("*/*")] == [landed.name]
+    assert list(folder.glob(f"{PART_PREFIX}*")) == []  # the copy read for its hash was not kept
 
 
 def test_the_documented_query_gives_the_original_line_of_every_core_and_quarantined_row(con) -> None:  # noqa: ANN001
@@ -64,7 +65,9 @@ def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_
     orphan.write_bytes(b"landed, never registered")
     part = folder / "ab" / f"{PART_PREFIX}cut"
     part.write_bytes(b"half a file")
-    assert sorted(recover(con)) == sorted([orphan, part])
+    read = folder / f"{PART_PREFIX}read"  # a file read (hashed) by an ingest killed before the registry check
+    read.write_bytes(b"a whole file, never landed")
+    assert sorted(recover(con)) == sorted([orphan, part, read])
     assert [p.relative_to(folder).as_posix() for p in folder.glob("*/*")] == [outcome.landed_path]
 
 
