@@ -689,7 +689,8 @@ def check_config(command: str | None, argv: list[str]) -> None:
     exit 2, before any flow, Prefect server or supervisor starts."""
     if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
         return
-    from tasks.config import check_all
+    from tasks.config import check_all, config_file
+    from tasks.fetch.config import load_fetch_config
     from tasks.preflight import EXIT_CONFIG, environment_problem
     from tasks.settings import ConfigError
 
@@ -700,6 +701,8 @@ def check_config(command: str | None, argv: list[str]) -> None:
             raise ConfigError(problem)
         if command in CONFIG_COMMANDS:
             check_all()
+            if config_file("fetch").exists():  # a config folder from before fetching existed: offline
+                load_fetch_config()
     except ConfigError as error:
         try:
             fail(str(error), EXIT_CONFIG)

@@ -1,6 +1,6 @@
 -- A SkyPilot catalog's whole-instance rows -> adapter records (one per pricing type), in DuckDB.
 -- `skypilot_catalog` is the file as read (every column as text, missing optional columns added as null,
--- `_line` = 1-based line of the record with the header as line 1), made by tasks/prices/adapters/skypilot.py.
+-- `_line` = 1-based line of the record with the header as line 1), made by tasks/providers/skypilot.py.
 -- GCP accelerator-only rows (no InstanceType) are priced by the adapter.
 -- Per-GPU memory: the first `'MemoryInfo': {'SizeInMiB': N}` of GpuInfo (a Python literal; bare names in
 -- older catalogs give none); the catalog's MiB are reported in GiB ("80 GB" parts = 81920 MiB).

@@ -10,18 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tasks.prices.adapters import (
-    AdapterContext,
-    AdapterError,
-    aws_offer,
-    aws_spot,
-    azure_retail,
-    gcp_billing,
-    owned,
-    price_history,
-    skypilot,
-)
+from tasks.prices.adapter import AdapterContext, AdapterError
 from tasks.prices.ingest import normalise
+from tasks.providers import aws as aws_offer
+from tasks.providers import aws_spot, owned, price_history, skypilot
+from tasks.providers import azure as azure_retail
+from tasks.providers import gcp as gcp_billing
 from tasks.reference import read_aliases
 from tests.conftest import PRICE_SAMPLES
 

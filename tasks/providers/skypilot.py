@@ -18,10 +18,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import duckdb
+import httpx
 import polars as pl
 
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
+from tasks.fetch.http import FetchError, describe
 from tasks.ingest.values import per_distinct
-from tasks.prices.adapters import (
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -32,6 +35,8 @@ from tasks.prices.adapters import (
     require_columns,
 )
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 MIB_PER_GB = 1024.0
@@ -232,3 +237,29 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
     return AdapterResult(records=empty_records(), skipped_by_reason=(
         {"no GPU (CPU-only instance)": cpu_only} if cpu_only else {}))
+
+
+class SkypilotConfig(Strict):
+    """config/fetch.toml [skypilot]."""
+
+    url: str
+    clouds: dict[str, str]
+
+
+def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
+    """SkyPilot catalogs: `<version>/<cloud>/vms.csv` for each configured cloud, conditional GET."""
+    base = ctx.base_url.rstrip("/")
+    directory = ctx.directory()
+    for cloud, version in ctx.section.clouds.items():
+        url = f"{base}/{version}/{cloud}/vms.csv"
+        try:
+            got = ctx.get(result, url, directory / f"{cloud}-{version}-vms.csv", expect="csv", conditional=True)
+        except (FetchError, httpx.TransportError) as error:
+            result.errors.append(f"{cloud}: {describe(error)}")
+            continue
+        if not got.not_modified:
+            result.files.append(FetchedFile(got.path, cloud, "skypilot"))
+
+
+PROVIDER = Provider("skypilot", formats={"skypilot": parse},
+                    duckdb_readers={"skypilot": read_into_duckdb}, fetch=fetch_skypilot, config=SkypilotConfig)

@@ -31,7 +31,9 @@ from typing import Any
 
 import polars as pl
 
-from tasks.prices.adapters import (
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult, json_field
+from tasks.fetch.http import FetchError
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -43,6 +45,8 @@ from tasks.prices.adapters import (
     require_columns,
 )
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 FIELDS = (
     "currencyCode",
@@ -169,3 +173,33 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
             + ", ".join(missing)
         )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
+
+
+class AzureConfig(Strict):
+    """config/fetch.toml [azure]."""
+
+    url: str
+    filter: str
+
+
+def fetch_azure(ctx: FetchContext, result: ProviderResult) -> None:
+    """Retail Prices API: the configured $filter, then every NextPageLink the server returns."""
+    url: str | None = ctx.base_url
+    params: dict[str, str] | None = {"$filter": ctx.section.filter}
+    directory = ctx.directory()
+    seen: set[str] = set()
+    page = 0
+    while url:
+        page += 1
+        if page > ctx.http.max_pages:
+            raise FetchError(f"more than {ctx.http.max_pages} pages ([http] max_pages); stopped")
+        got = ctx.get(result, url, directory / f"retail-prices-page-{page:04d}.json", params=params)
+        result.files.append(FetchedFile(got.path, "azure", "azure-retail"))
+        link = json_field(got.path, "NextPageLink")
+        if link and link in seen:
+            raise FetchError(f"NextPageLink repeats an earlier page ({link}); stopped after page {page}")
+        seen.add(link or "")
+        url, params = link, None
+
+
+PROVIDER = Provider("azure", formats={"azure-retail": parse}, fetch=fetch_azure, config=AzureConfig)

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapters import AdapterContext, AdapterResult, conform, read_csv_text, require_columns
+from tasks.prices.adapter import AdapterContext, AdapterResult, conform, read_csv_text, require_columns
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
 
 REQUIRED = ("site", "gpu", "gpu_count", "usd_per_gpu_hour_amortised")
 
@@ -72,3 +73,6 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
             .otherwise(None)),
     )
     return AdapterResult(records=conform(records))
+
+
+PROVIDER = Provider("owned", formats={"owned": parse})

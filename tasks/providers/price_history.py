@@ -19,8 +19,9 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, reference_table
+from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, reference_table
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
 
 CYCLENERD = ("snapshot_commit_date", "machine_type", "gpu_type", "gpu_count", "vcpu", "ram_gib", "region", "hour_usd")
 DAILY = ("timestamp", "instance", "price_usd")
@@ -108,3 +109,6 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         f"{path.name}: not a known price history layout: expected the columns {', '.join(CYCLENERD)} "
         f"(GCP snapshots) or {', '.join(DAILY)} (one instance, daily); found {', '.join(frame.columns[:12])}"
     )
+
+
+PROVIDER = Provider("price-history", formats={"price-history": parse})
