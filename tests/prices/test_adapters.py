@@ -326,7 +326,7 @@ def test_a_number_with_a_comma_is_quarantined_saying_why_in_every_format(tmp_pat
     comma each, never read as another number."""
     import json
 
-    from tasks.prices.adapters import lambda_api
+    from tasks.providers import lambda_cloud as lambda_api
 
     spot = tmp_path / "spot.tsv"
     spot.write_text("euw3-az2\tg4dn.4xlarge\tLinux/UNIX\t0,466400\t2022-05-31T18:20:41+00:00\n", encoding="utf-8")
