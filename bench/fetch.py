@@ -89,8 +89,7 @@ def download_only(offer: str, home: str) -> dict[str, Any]:
     root.mkdir()
     os.link(offer, root / "index.csv")
     server, base = _serve(root)
-    from tasks.fetch.config import HttpPolicy
-    from tasks.fetch.http import download, make_client
+    from tasks.fetch.http import HttpPolicy, download, make_client
 
     policy = HttpPolicy()
     try:

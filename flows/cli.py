@@ -253,6 +253,13 @@ def train() -> None:
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
+        from flows.guard import min_free_mb
+        from tasks.preflight import EXIT_DISK_FULL, disk_full_file, disk_full_message, sqlite_path
+        from tasks.settings import paths
+
+        full = disk_full_file(error)
+        if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
+            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), EXIT_DISK_FULL)
         cause = " ".join(str(error).split()) or type(error).__name__
         fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
              f"{cause[:400]}); the champion model is unchanged")
@@ -267,11 +274,12 @@ def train() -> None:
     flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
-            outcome = train_flow()
+            try:
+                outcome = train_flow()
+            except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
+                store_failed(error)
     except (NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
-    except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
-        store_failed(error)
     _print_wrapped(outcome.summary_line())
 
 
@@ -300,7 +308,7 @@ class _tracebacks_dropped:
     """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks, and Prefect's API
     failing to start or answer is one line (exit 1), not a traceback."""
 
-    names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine")
+    names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine", "mlflow.store.db.utils")
 
     def __enter__(self) -> None:
         import logging
@@ -442,9 +450,14 @@ def _print_offers(found: object, sort_by: str) -> None:
     """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
     with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
     `extrapolated`)."""
+    from tasks.display import printable
+
+    def shown(text: object) -> str:  # provider-supplied text: shown escaped, never obeyed (nor read as markup)
+        return escape(printable(str(text)))
+
     console = _narrow_console()
     for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
-        table = Table(title=f"{name}, by {sort_by}", title_justify="left", box=None, pad_edge=False,
+        table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
                       padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("#", justify="right")
         table.add_column("offer", overflow="fold")
@@ -460,11 +473,11 @@ def _print_offers(found: object, sort_by: str) -> None:
             table.add_row(
                 str(row["position_in_workload"] if sort_by == "co2"
                     else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
-                f"{row['provider']} {row['region']}\n{instances}{row['instance_type']}",
-                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}\n{_network(row)}",
+                f"{shown(row['provider'])} {shown(row['region'])}\n{instances}{shown(row['instance_type'])}",
+                shown(row["pricing"].replace("_", "-")), f"{row['gpus']}×{shown(row['gpu'])}\n{shown(_network(row))}",
                 _figure(row["expected_hours"]), _usd(row["usd_per_mtoken"]),
                 f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}",
-                "-" if row["co2e_kg"] is None else _figure(row["co2e_kg"] / 1000.0), row["trust"],
+                "-" if row["co2e_kg"] is None else _figure(row["co2e_kg"] / 1000.0), shown(row["trust"]),
             )
         console.print(table)
         console.print()
@@ -549,7 +562,7 @@ def sql(
 
     from tasks.preflight import duckdb_problem
     from tasks.settings import paths
-    from tasks.sql_bounds import QueryTimeout, fetch_table, is_interrupt, write_csv
+    from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, fetch_table, is_interrupt, write_csv
     from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
@@ -562,6 +575,8 @@ def sql(
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
+    except KeyboardInterrupt:  # Ctrl-C while the database opens
+        fail(INTERRUPTED_MESSAGE, 130)
     try:
         if csv:
             write_csv(con, query, bounds.timeout_seconds, sys.stdout)
@@ -572,7 +587,7 @@ def sql(
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
             raise
-        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", 130)
+        fail(INTERRUPTED_MESSAGE, 130)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:
@@ -674,7 +689,8 @@ def check_config(command: str | None, argv: list[str]) -> None:
     exit 2, before any flow, Prefect server or supervisor starts."""
     if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
         return
-    from tasks.config import check_all
+    from tasks.config import check_all, config_file
+    from tasks.fetch.config import load_fetch_config
     from tasks.preflight import EXIT_CONFIG, environment_problem
     from tasks.settings import ConfigError
 
@@ -685,6 +701,8 @@ def check_config(command: str | None, argv: list[str]) -> None:
             raise ConfigError(problem)
         if command in CONFIG_COMMANDS:
             check_all()
+            if config_file("fetch").exists():  # a config folder from before fetching existed: offline
+                load_fetch_config()
     except ConfigError as error:
         try:
             fail(str(error), EXIT_CONFIG)

@@ -11,7 +11,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from tasks.fetch.config import check_providers, load_fetch_config
-from tasks.fetch.providers import ProviderResult
+from tasks.fetch.context import ProviderResult
 from tasks.fetch.run import FetchReport, FetchRun, fetch_provider, finish_run, start_run, summary_markdown
 from tasks.summary import outcomes_markdown
 

@@ -124,6 +124,8 @@ def check_workloads() -> None:
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
+    from typer import Exit as CommandExit
+
     from tasks.ingest.registry import IngestAborted, find_aborted
     from tasks.publishing.ownership import ForeignTargetError
     from tasks.ranking.rank import NoOffersError
@@ -144,6 +146,8 @@ def guarded(fail: object) -> Iterator[None]:
         fail(str(error), EXIT_DAMAGED)  # type: ignore[operator]
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
         fail(str(error), EXIT_DISK_FULL)  # type: ignore[operator]
+    except CommandExit:  # the command has said its one line already (its cause would be said twice)
+        raise
     except Exception as error:
         stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
         if stopped is not None:

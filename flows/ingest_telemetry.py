@@ -17,6 +17,8 @@ from flows.retries import io_task_options
 from tasks import config, progress
 from tasks.config import ReferenceFiles, TelemetryValidation
 from tasks.features import refresh_feature_table
+from tasks.ingest.landing import apply_retention
+from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
@@ -79,6 +81,7 @@ def ingest_telemetry(
     ingested_at = datetime.now(UTC)
     telemetry, reference = config.telemetry(), config.settings().reference  # read once, passed to the tasks
     with warehouse() as con:
+        recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con)
         aliases = read_aliases()
         vocabulary = load_vocabulary(telemetry)
@@ -103,6 +106,7 @@ def ingest_telemetry(
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
+        apply_retention(con, config.settings().ingest.landing_retention_days, ingested_at)
         feature_rows = refresh_feature_table_task(con, reference)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")

@@ -24,8 +24,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tasks.fetch.config import FetchConfig
-from tasks.settings import ConfigError, Environment, config_dir, resolve_project_path
+from tasks.settings import ConfigError, Environment, Strict, config_dir, resolve_project_path
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
     INPUT_KINDS,
@@ -40,12 +39,6 @@ NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1)]
-
-
-class Strict(BaseModel):
-    """A table of a config file: unknown keys are typos; "32" is not 32 and true is not 1."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
 
 # ------------------------------------------------------------------------------------------- settings.toml
@@ -116,7 +109,8 @@ INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run 
 
 
 class IngestRunner(Strict):
-    kind: Literal[INGEST_RUNNERS] = INGEST_RUNNERS[0]  # type: ignore[valid-type]
+    # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
+    kind: Literal[INGEST_RUNNERS] = "sequential"  # type: ignore[valid-type]
     workers: Count = 2
     threads_per_worker: Count = 1
 
@@ -129,6 +123,8 @@ class IngestRunner(Strict):
 class IngestSettings(Strict):
     memory_limit: str = "400MB"
     temp_directory: str = "duckdb_spill"
+    # landed files no current row refers to are removed this many days after their ingest; None: all kept
+    landing_retention_days: Annotated[int, Field(ge=0)] | None = None
     runner: IngestRunner = IngestRunner()
 
 
@@ -184,10 +180,10 @@ class PriceEntry(Strict):
     @field_validator("format")
     @classmethod
     def _known_format(cls, value: str) -> str:
-        from tasks.prices.adapters import FORMATS
+        from tasks.providers import registry  # the adapters import this module's PriceValidation
 
-        if value not in FORMATS:
-            raise ValueError(f"must be one of {', '.join(repr(f) for f in FORMATS)} (got {value!r})")
+        if value not in registry.formats():
+            raise ValueError(f"must be one of {', '.join(repr(f) for f in registry.formats())} (got {value!r})")
         return value
 
 
@@ -539,7 +535,6 @@ MODELS: dict[str, type[BaseModel]] = {
     "ranking": Ranking,
     "models": Models,
     "workloads": WorkloadsFile,
-    "fetch": FetchConfig,
 }
 
 
@@ -705,21 +700,23 @@ def _deep_copy(value: Any) -> Any:
 
 
 @cache
-def _validated(name: str, path: str, mtime_ns: int, environment: tuple[Any, ...]) -> BaseModel:
+def _validated(name: str, model: type[BaseModel], path: str, mtime_ns: int, environment: tuple[Any, ...]) -> BaseModel:
     raw, overrides = _with_overrides(name, read_toml(name))
     try:
-        return MODELS[name].model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as error:
-        raise ConfigError(describe(error, shown(Path(path)), raw, overrides, MODELS[name])) from None
+        raise ConfigError(describe(error, shown(Path(path)), raw, overrides, model)) from None
 
 
-def load(name: str) -> Any:
-    """config/<name>.toml as its typed model (cached until the file or its environment overrides change)."""
-    if name not in MODELS:
+def load(name: str, model: type[BaseModel] | None = None) -> Any:
+    """config/<name>.toml as its typed model (cached until the file or its environment overrides change);
+    `model` for a file whose model is not in MODELS (config/fetch.toml: tasks.fetch.config)."""
+    if model is None and name not in MODELS:
         raise KeyError(f"no configuration file {name!r} (one of {', '.join(MODELS)})")
     path = config_file(name)
     read_toml(name)  # missing / unreadable / not TOML: said first
-    return _validated(name, str(path), path.stat().st_mtime_ns, Environment.current().key(name))
+    return _validated(name, model or MODELS[name], str(path), path.stat().st_mtime_ns,
+                      Environment.current().key(name))
 
 
 def settings() -> Settings:
@@ -746,20 +743,11 @@ def models() -> Models:
     return load("models")
 
 
-def fetch() -> FetchConfig:
-    return load("fetch")
-
-
-# A config folder copied before fetching existed has no fetch.toml: the nightly run is then offline.
-OPTIONAL = ("fetch",)
-
-
 def check_all(names: tuple[str, ...] = tuple(MODELS)) -> None:
     """Every config file validated (and the workloads against the ranking), ConfigError at the first problem:
     the command line calls this before any flow starts."""
     for name in names:
-        if name not in OPTIONAL or config_file(name).exists():
-            load(name)
+        load(name)
     if "workloads" in names:
         from tasks.ranking.workloads import load_workloads
 

@@ -199,6 +199,8 @@ def disk_full_file(error: BaseException) -> str | None:
         if "No space left on device" in text or "File too large" in text or "Disk quota exceeded" in text:
             named = re.search(r'"([^"]+)"', text) or re.search(r"'(/[^']+)'", text)
             return named.group(1) if named else ""
+        if "database or disk is full" in text:  # SQLite's way (e.g. the MLflow store), naming no file
+            return ""
         current = current.__cause__ or current.__context__
     return None
 
@@ -303,10 +305,8 @@ def environment_problem(writes_home: bool = True) -> str | None:
         folder = Path(environment.parquet_dir).expanduser()
         if folder.is_absolute():
             checks.append(_folder_problem("GPUCOST_PARQUET_DIR", folder, must_write=True))
-    for name in Environment.model_fields:
-        value = getattr(environment, name)
-        if name.startswith("fetch_") and name.endswith("_url") and value:
-            checks.append(_url_problem(f"GPUCOST_{name.upper()}", value))
+    for variable, url in environment.fetch_urls().items():
+        checks.append(_url_problem(variable, url))
     if environment.nightly_cron:
         checks.append(_cron_problem("GPUCOST_NIGHTLY_CRON", environment.nightly_cron))
     if environment.nightly_timezone:

@@ -7,12 +7,13 @@ store or the Prefect API elsewhere without touching code.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +26,20 @@ REFERENCE_DIR = DATA_DIR / "reference"
 class ConfigError(ValueError):
     """A configuration file or an environment override is wrong: one line naming the file (or the variable),
     the key and what was wrong. The command line exits with code 2 (tasks.preflight.EXIT_CONFIG)."""
+
+
+class Strict(BaseModel):
+    """The base of every config file's model: unknown keys are typos; "32" is not 32 and true is not 1."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+
+def fetch_url_variable(provider: str) -> str:
+    """The variable that replaces a provider's base URL (mirrors, proxies, tests): GPUCOST_FETCH_<PROVIDER>_URL."""
+    return f"GPUCOST_FETCH_{provider.upper().replace('-', '_')}_URL"
+
+
+FETCH_URL_VARIABLE = re.compile(r"GPUCOST_FETCH_[A-Z0-9_]+_URL")
 
 
 class Environment(BaseSettings):
@@ -42,13 +57,6 @@ class Environment(BaseSettings):
     ingest_workers: int | None = None        # GPUCOST_INGEST_WORKERS: over settings.toml [ingest.runner] workers
     nightly_cron: str | None = None          # GPUCOST_NIGHTLY_CRON: `gpucost serve` over prefect.yaml's nightly cron
     nightly_timezone: str | None = None      # GPUCOST_NIGHTLY_TIMEZONE: and its timezone
-    # GPUCOST_FETCH_<PROVIDER>_URL: a provider's base URL over config/fetch.toml (mirrors, proxies, tests)
-    fetch_azure_url: str | None = None
-    fetch_aws_url: str | None = None
-    fetch_aws_spot_url: str | None = None
-    fetch_gcp_url: str | None = None
-    fetch_lambda_url: str | None = None
-    fetch_skypilot_url: str | None = None
     mlflow_tracking_uri: str | None = Field(None, validation_alias="MLFLOW_TRACKING_URI")
     prefect_home: Path | None = Field(None, validation_alias="PREFECT_HOME")
 
@@ -73,6 +81,17 @@ class Environment(BaseSettings):
             variable = str(field.validation_alias) if field and field.validation_alias else \
                 f"GPUCOST_{str(first['loc'][0]).upper()}"
             raise ConfigError(f"{variable}: {what_was_wrong(first)}") from None
+
+    @staticmethod
+    def fetch_url(provider: str) -> str | None:
+        """GPUCOST_FETCH_<PROVIDER>_URL for any provider (read now, not a field: providers register themselves)."""
+        return os.environ.get(fetch_url_variable(provider)) or None
+
+    @staticmethod
+    def fetch_urls() -> dict[str, str]:
+        """Every GPUCOST_FETCH_<PROVIDER>_URL that is set, by variable (checked before a command starts)."""
+        return {name: value for name, value in sorted(os.environ.items())
+                if FETCH_URL_VARIABLE.fullmatch(name) and value}
 
     def overrides(self, file: str) -> dict[tuple[str, ...], tuple[str, Any]]:
         """Key path in config/<file>.toml -> (variable, value), for the overrides that are set."""

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from tasks import config
 from tasks.config import Sources
-from tasks.prices.adapters import FORMATS
 from tasks.prices.ingest import PriceSource
+from tasks.providers import registry
 from tasks.settings import ConfigError, resolve_project_path
 
 
@@ -40,8 +40,8 @@ def configured_price_sources(sources: Sources | None = None) -> list[PriceSource
 def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) -> list[PriceSource]:
     """CLI paths: with --provider/--format they say the adapter; without, the sources file must."""
     if provider and fmt:
-        if fmt not in FORMATS:
-            raise SourceConfigError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+        if fmt not in registry.formats():
+            raise SourceConfigError(f"unknown format {fmt!r} (one of {', '.join(registry.formats())})")
         return [PriceSource(Path(p).resolve(), provider, fmt) for p in paths]
     if provider or fmt:
         raise SourceConfigError("give both --provider and --format, or neither (then config/sources.toml decides)")
@@ -52,7 +52,7 @@ def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) 
         if source is None:
             raise SourceConfigError(
                 f"{p}: not named in config/sources.toml; say which adapter reads it with "
-                f"--provider NAME --format FORMAT (formats: {', '.join(FORMATS)})"
+                f"--provider NAME --format FORMAT (formats: {', '.join(registry.formats())})"
             )
         chosen.append(source)
     return chosen

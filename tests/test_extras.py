@@ -62,12 +62,15 @@ def test_the_dask_runner_and_a_postgres_store_need_their_extras(monkeypatch: pyt
 
 def test_the_aws_spot_fetch_is_skipped_without_boto3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from tasks.fetch.config import load_fetch_config
-    from tasks.fetch.providers import FetchContext, ProviderResult, fetch_aws_spot
+    from tasks.fetch.context import FetchContext, ProviderResult
+    from tasks.providers.aws_spot import fetch_aws_spot
 
     block(monkeypatch, "boto3", "botocore")
     result = ProviderResult("aws-spot")
+    config = load_fetch_config()
     with httpx.Client() as client:
-        fetch_aws_spot(FetchContext(load_fetch_config(), client, tmp_path, datetime.now(UTC), {}, {}), result)
+        fetch_aws_spot(FetchContext("aws-spot", config.section("aws-spot"), config.base_url("aws-spot"), config.http,
+                                    client, tmp_path, datetime.now(UTC), {}, {}), result)
     # in the configured list (`gpucost fetch`, the nightly fetch) it is skipped with the line, the others go on
     assert result.skipped == AWS_LINE and result.files == [] and not any(tmp_path.iterdir())
 

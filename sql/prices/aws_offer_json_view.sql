@@ -1,4 +1,4 @@
--- The JSON form's price dimensions (`offer_dimensions`, registered by tasks/prices/adapters/aws_offer.py).
+-- The JSON form's price dimensions (`offer_dimensions`, registered by tasks/providers/aws.py).
 create or replace temp table staging_price_file as select * from offer_dimensions;
 
 create or replace temp view offer_lines as

@@ -1,4 +1,4 @@
--- A price file in CSV form, every column as text, in file order (`staging_price_file`; tasks/prices/adapters).
+-- A price file in CSV form, every column as text, in file order (`staging_price_file`; tasks/prices/adapter.py).
 -- Fixed dialect (comma, double quotes), as the catalogs are written; no type sniffing.
 create or replace temp table staging_price_file as
 select *

@@ -1,6 +1,6 @@
 -- A SkyPilot catalog's whole-instance rows -> adapter records (one per pricing type), in DuckDB.
 -- `skypilot_catalog` is the file as read (every column as text, missing optional columns added as null,
--- `_line` = 1-based line of the record with the header as line 1), made by tasks/prices/adapters/skypilot.py.
+-- `_line` = 1-based line of the record with the header as line 1), made by tasks/providers/skypilot.py.
 -- GCP accelerator-only rows (no InstanceType) are priced by the adapter.
 -- Per-GPU memory: the first `'MemoryInfo': {'SizeInMiB': N}` of GpuInfo (a Python literal; bare names in
 -- older catalogs give none); the catalog's MiB are reported in GiB ("80 GB" parts = 81920 MiB).
@@ -69,11 +69,7 @@ final as (
         null::double                                as usd_per_gb_month,
         _line                                       as source_line,
         raw_values,
-        -- "3,67": a decimal comma and a thousands separator cannot be told apart, so it is not read as a number
-        case when regexp_full_match(offer_text, '[0-9]+,[0-9]+')
-             then 'price ' || offer_text || ' has a comma: a decimal comma or a thousands separator, which cannot '
-                  || 'be told apart; write the price with a point and no separator (e.g. 3.67)'
-        end                                         as rejected_reason
+        comma_number_reason('price', offer_text)    as rejected_reason    -- "3,67": sql/prices/number_macros.sql
     from offers
     cross join skypilot_provider
 )

@@ -25,14 +25,32 @@ from typing import Any
 
 import httpx
 import tenacity
+from pydantic import Field
 
-from tasks.fetch.config import HttpPolicy
+from tasks.settings import Strict
 
 CHUNK_BYTES = 1 << 20
 SNIFF_BYTES = 512
 # What a body must start with (first non-blank byte) for each expected kind.
 EXPECTED_START = {"json": (b"{", b"["), "csv": None}
 
+
+class HttpPolicy(Strict):
+    """config/fetch.toml [http]: timeouts, retries and the bounds of one provider's fetch."""
+
+    connect_timeout_seconds: float = 15.0
+    read_timeout_seconds: float = 120.0
+    attempts: int = Field(4, ge=1)
+    backoff_seconds: float = Field(2.0, ge=0)
+    max_backoff_seconds: float = Field(60.0, ge=0)
+    max_retry_after_seconds: float = Field(300.0, ge=0)
+    max_pages: int = Field(2000, ge=1)
+    # Bounds of one provider's fetch: its whole run (every request, retries and waits included), and each
+    # download's size on the wire and on disk (after decompression). Exceeding one fails the provider with one
+    # line; the prices it had before stay in the warehouse.
+    provider_deadline_seconds: float = Field(1800.0, gt=0, allow_inf_nan=False)
+    max_download_mb: float = Field(2048.0, gt=0, allow_inf_nan=False)
+    max_file_mb: float = Field(4096.0, gt=0, allow_inf_nan=False)
 
 class FetchError(RuntimeError):
     """A request that failed for good (after retries where retrying makes sense). One line, for the summary."""
@@ -176,7 +194,21 @@ def describe(error: BaseException) -> str:
         return f"connection cut before the whole response arrived ({error}) on {_url_of(error)}"
     if isinstance(error, httpx.TransportError):
         return f"{type(error).__name__}: {error} on {_url_of(error)}"
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        return f"{error.strerror.lower()} writing {error.filename}"
     return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+@contextmanager
+def naming_the_file(target: Path) -> Iterator[None]:
+    """A write that fails says which file it was writing (a full disk's OSError names none): `target`, the file
+    the download becomes, not its temporary name."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.strerror is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(target)) from error
 
 
 def _url_of(error: httpx.TransportError) -> str:
@@ -285,7 +317,7 @@ def _attempt(
         size = 0
         head = b""
         try:
-            with open(tmp, "wb") as fh:
+            with naming_the_file(target), open(tmp, "wb") as fh:
                 # as the bytes arrive (not gathered into CHUNK_BYTES first): a trickle still meets the deadline
                 for chunk in response.iter_bytes():
                     if len(head) < SNIFF_BYTES:
@@ -331,7 +363,7 @@ def write_atomically(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
     try:
-        with open(tmp, "wb") as fh:
+        with naming_the_file(target), open(tmp, "wb") as fh:
             for chunk in chunks:
                 fh.write(chunk)
                 digest.update(chunk)

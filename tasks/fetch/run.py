@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from tasks.fetch.config import FetchConfig
+from tasks.fetch.context import FetchContext, ProviderResult
 from tasks.fetch.handoff import ingest_fetched
 from tasks.fetch.http import Download, describe, make_client, provider_deadline, remove_partial_files
 from tasks.fetch.progress import transfer_progress
-from tasks.fetch.providers import FETCHERS, FetchContext, ProviderResult
 from tasks.fetch.prune import prune_downloads
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
+from tasks.providers import registry
 from tasks.settings import paths
 from tasks.warehouse import execute, query, transaction, warehouse
 
@@ -81,10 +82,13 @@ def fetch_provider(run: FetchRun, provider: str) -> ProviderResult:
     started = time.perf_counter()
     with make_client(run.config.http) as client, transfer_progress(provider) as progress, \
             provider_deadline(run.config.http.provider_deadline_seconds):
-        context = FetchContext(run.config, client, run.downloads_root, run.fetched_at,
-                               run.validators.get(provider, {}), run.spot_watermarks, progress)
         try:
-            FETCHERS[provider](context, result)
+            context = FetchContext(provider, run.config.section(provider), run.config.base_url(provider),
+                                   run.config.http, client, run.downloads_root, run.fetched_at,
+                                   run.validators.get(provider, {}), run.spot_watermarks, progress)
+            fetcher = registry.provider(provider).fetch
+            assert fetcher is not None, f"{provider} has no fetcher (FetchConfig lists fetchable providers only)"
+            fetcher(context, result)
         except Exception as error:  # noqa: BLE001 - one provider failing never blocks the others
             result.errors.append(describe(error))
     result.seconds = time.perf_counter() - started

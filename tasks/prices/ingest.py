@@ -18,7 +18,8 @@ from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, 
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.validation import ROW_KEY
-from tasks.prices.adapters import AdapterContext, AdapterError, conform, reference_table, registry
+from tasks.prices.adapter import AdapterContext, AdapterError, conform, reference_table
+from tasks.providers import registry
 from tasks.reference import reference_paths
 from tasks.warehouse import execute, query, registered
 
@@ -71,10 +72,10 @@ class PriceDataset(Dataset):
             validation=self.validation,
             reference_dir=self.reference_dir,
         )
-        reader = duckdb_readers().get(str(source.format))
+        reader = registry.duckdb_reader(str(source.format))
         result = reader(con, path, context) if reader else None
         if result is None:  # an adapter that returns its records as a frame
-            result = registry()[str(source.format)](path, context)
+            result = registry.adapter(str(source.format))(path, context)
             records = conform(result.records).with_row_index(ROW_KEY)
             with registered(con, "adapter_records", records.to_arrow()):
                 execute(con, "prices/stage_adapter_records")
@@ -109,9 +110,6 @@ class PriceDataset(Dataset):
         return [f"unknown GPU names: {', '.join(unknown)}"] if unknown else []
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "prices/insert_raw_records", {
-            "format": file.source.format, "content_sha256": file.sha256, "source_file": file.source_file,
-        })
         execute(con, "prices/insert_observations")
         execute(con, "prices/insert_storage_prices")
         return []
@@ -120,6 +118,8 @@ class PriceDataset(Dataset):
 def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
     """Drop the staged rows identical to an earlier row of the file (sql/prices/collapse_duplicates.sql); returns
     how many were dropped."""
+    if not query(con, "prices/may_hold_identical_rows").fetchall()[0][0]:
+        return 0
     before = query(con, "prices/count_staged_rows").fetchall()[0][0]
     execute(con, "prices/collapse_duplicates")
     return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
@@ -136,13 +136,6 @@ def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
 
 def _normalise_params(file: FileContext) -> dict[str, Any]:
     return {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
-
-
-def duckdb_readers() -> dict[str, Any]:
-    """Formats whose adapter reads the file with DuckDB straight into staging_file_records (the big files)."""
-    from tasks.prices.adapters import aws_offer, skypilot
-
-    return {"skypilot": skypilot.read_into_duckdb, "aws-offer": aws_offer.read_into_duckdb}
 
 
 def stage_records(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.prices.adapters import FORMATS
+from tasks.providers import registry
 from tasks.settings import PROJECT_ROOT
 from tests.cli.night import GPUCOST
 
@@ -39,7 +39,7 @@ def nothing_started(root: Path) -> bool:
 
 
 HOSTILE = {
-    "bad enum value": ("settings.toml", 'kind = "threads"', 'kind = "dsak"',
+    "bad enum value": ("settings.toml", 'kind = "sequential"', 'kind = "dsak"',
                        "config/settings.toml: ingest.runner.kind: must be one of 'threads', 'sequential', 'dask' "
                        "(got 'dsak')"),
     "unknown key": ("settings.toml", "threads_per_worker = 1", "threads_per_worker = 1\nworker = 4",
@@ -53,7 +53,7 @@ HOSTILE = {
                      "config/ranking.toml: memory.usable_fraction: must be <= 1 (got 90)"),
     "bad entry of a list": ("sources.toml", 'format = "aws-spot"', 'format = "aws_spot"',
                             "config/sources.toml: prices[7].format: must be one of "  # the 7th [[prices]]
-                            f"{', '.join(repr(f) for f in FORMATS)} (got 'aws_spot')"),
+                            f"{', '.join(repr(f) for f in registry.formats())} (got 'aws_spot')"),
     "bad member of a table value": ("telemetry.toml", '"fp8-cs" = { family = "fp8", recipe = "current" }',
                                     '"fp8-cs" = { family = "fp8", recipe = "curent" }',
                                     "config/telemetry.toml: precision.fp8-cs.recipe: must be one of 'none', "

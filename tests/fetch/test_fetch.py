@@ -97,8 +97,8 @@ def test_every_provider_is_paginated_and_ingested_and_unchanged_aws_is_not_downl
 def test_same_content_over_http_gives_the_same_prices(
     providers: replay.Replay, gpucost_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tasks.fetch.context import FetchedFile
     from tasks.fetch.handoff import ingest_fetched
-    from tasks.fetch.providers import FetchedFile
 
     # Every observation (not only the current price: two sources of one offer observed at the same moment
     # are told apart by file and line, which differ between one file and its pages).
@@ -198,8 +198,7 @@ def test_an_html_error_page_with_status_200_is_quarantined_as_the_wrong_format(
 
 
 def test_retry_after_and_backoff_policy() -> None:
-    from tasks.fetch.config import HttpPolicy
-    from tasks.fetch.http import RetryableStatus, retry_after_seconds, wait_seconds
+    from tasks.fetch.http import HttpPolicy, RetryableStatus, retry_after_seconds, wait_seconds
 
     policy = HttpPolicy(backoff_seconds=2, max_backoff_seconds=10, max_retry_after_seconds=60)
     assert [wait_seconds(policy, n, None) for n in (1, 2, 3, 4)] == [2, 4, 8, 10]  # 2 x 2^(n-1), capped at 10

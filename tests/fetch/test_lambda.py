@@ -25,8 +25,8 @@ def rows(sql: str, params: list | None = None) -> list[tuple]:
 def test_lambda_api_gives_the_catalogs_prices_and_skips_a_type_with_no_capacity(
     providers: replay.Replay, gpucost_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tasks.fetch.context import FetchedFile
     from tasks.fetch.handoff import ingest_fetched
-    from tasks.fetch.providers import FetchedFile
 
     report = fetch_once(load_fetch_config(), ["lambda"])
     (result,) = report.results
@@ -57,8 +57,9 @@ def test_lambda_api_gives_the_catalogs_prices_and_skips_a_type_with_no_capacity(
 def test_a_type_with_no_capacity_is_priced_in_the_configured_regions(
     providers: replay.Replay, gpucost_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = load_fetch_config()
-    config.lambda_.regions = ["us-east-1", "us-west-1"]
+    loaded = load_fetch_config()  # cached and frozen: the test's change is a copy
+    config = loaded.model_copy(update={"lambda_": loaded.lambda_.model_copy(update={"regions": ["us-east-1",
+                                                                                          "us-west-1"]})})
     report = fetch_once(config, ["lambda"])
     assert (report.outcomes[0].rows_read, report.outcomes[0].rows_skipped) == (357 + 2, 0)
     assert rows("select region, usd_per_hour from core.prices_current where instance_type = ? order by region",

@@ -18,10 +18,13 @@ from functools import lru_cache
 from pathlib import Path
 
 import duckdb
+import httpx
 import polars as pl
 
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
+from tasks.fetch.http import FetchError, describe
 from tasks.ingest.values import per_distinct
-from tasks.prices.adapters import (
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -31,6 +34,9 @@ from tasks.prices.adapters import (
     reference_table,
     require_columns,
 )
+from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 MIB_PER_GB = 1024.0
@@ -71,7 +77,7 @@ def read_catalog(path: Path) -> pl.DataFrame:
 
 
 def _num(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return number(pl.col(column))
 
 
 def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
@@ -88,9 +94,12 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
         memory_gb=_num("MemoryGiB"),
         currency=pl.lit("USD"),
     )
-    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"))
+    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"),
+                                  rejected_reason=pl.coalesce(comma_reason({"price": pl.col("Price")}),
+                                                              pl.col("rejected_reason")))
     spot = base.filter(pl.col("SpotPrice").str.strip_chars().str.len_chars() > 0).with_columns(
-        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice")
+        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice"),
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("SpotPrice")}), pl.col("rejected_reason")),
     )
     return pl.concat([on_demand, spot])
 
@@ -221,9 +230,36 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     columns.create_view("skypilot_columns", replace=True)
     execute(con, "prices/skypilot_catalog")
     execute(con, "prices/skypilot_provider", {"provider": context.provider})
+    execute(con, "prices/number_macros")
     execute(con, "prices/skypilot_records")
     offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
     return AdapterResult(records=empty_records(), skipped_by_reason=(
         {"no GPU (CPU-only instance)": cpu_only} if cpu_only else {}))
+
+
+class SkypilotConfig(Strict):
+    """config/fetch.toml [skypilot]."""
+
+    url: str
+    clouds: dict[str, str]
+
+
+def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
+    """SkyPilot catalogs: `<version>/<cloud>/vms.csv` for each configured cloud, conditional GET."""
+    base = ctx.base_url.rstrip("/")
+    directory = ctx.directory()
+    for cloud, version in ctx.section.clouds.items():
+        url = f"{base}/{version}/{cloud}/vms.csv"
+        try:
+            got = ctx.get(result, url, directory / f"{cloud}-{version}-vms.csv", expect="csv", conditional=True)
+        except (FetchError, httpx.TransportError) as error:
+            result.errors.append(f"{cloud}: {describe(error)}")
+            continue
+        if not got.not_modified:
+            result.files.append(FetchedFile(got.path, cloud, "skypilot"))
+
+
+PROVIDER = Provider("skypilot", formats={"skypilot": parse},
+                    duckdb_readers={"skypilot": read_into_duckdb}, fetch=fetch_skypilot, config=SkypilotConfig)

@@ -31,14 +31,21 @@ Quirks handled here:
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+from pydantic import Field
 
-from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, read_json, reference_table
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult, json_field
+from tasks.fetch.http import Download, FetchError, write_atomically
+from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_json, reference_table
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 GPU_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<name>.+?) GPU(?: attached to Spot Preemptible VMs)? running in ")
 CORE_RAM_SKU = re.compile(r"^(?:Spot Preemptible )?(?P<family>[A-Za-z0-9]+) Instance (?P<kind>Core|Ram) running in ")
@@ -222,3 +229,61 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         names = sorted({skus[i - 1]["description"] for i in unused})
         notes.append(f"{len(unused)} GPU/core/RAM SKUs price no machine type in this file: {'; '.join(names)}")
     return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
+
+
+class GcpConfig(Strict):
+    """config/fetch.toml [gcp]."""
+
+    url: str
+    api_key_env: str
+    page_size: int = Field(5000, ge=1)
+    currency: str = "USD"
+
+
+def fetch_gcp(ctx: FetchContext, result: ProviderResult) -> None:
+    """Cloud Billing Catalog SKUs: every page (nextPageToken), then ONE file of all pages for the adapter,
+    which composes a VM's price from GPU, core and RAM SKUs that may sit on different pages."""
+    cfg = ctx.section
+    key = os.environ.get(cfg.api_key_env, "").strip()
+    if not key:
+        result.skipped = f"no API key: set {cfg.api_key_env} (Cloud Billing Catalog API key)"
+        return
+    url = ctx.base_url
+    directory = ctx.directory()
+    params: dict[str, Any] = {"pageSize": cfg.page_size, "currencyCode": cfg.currency}
+    pages: list[Path] = []
+    tokens: set[str] = set()
+    while True:
+        if len(pages) >= ctx.http.max_pages:
+            raise FetchError(f"more than {ctx.http.max_pages} pages ([http] max_pages); stopped")
+        got = ctx.get(result, url, directory / f"skus-page-{len(pages) + 1:04d}.json", params=params,
+                      headers={"X-Goog-Api-Key": key})
+        pages.append(got.path)
+        token = json_field(got.path, "nextPageToken")
+        if not token:
+            break
+        if token in tokens:
+            raise FetchError(f"nextPageToken repeats ({token[:20]}…); stopped after page {len(pages)}")
+        tokens.add(token)
+        params = {**params, "pageToken": token}
+    combined = directory / "skus.json"
+    size, sha = write_atomically(combined, json_list_of(pages))
+    result.downloads.append(Download(
+        url=f"{url} ({len(pages)} pages joined)", http_status=200, path=combined, content_type="application/json",
+        size_bytes=size, content_sha256=sha, assembled=True,
+    ))
+    result.files.append(FetchedFile(combined, "gcp", "gcp-billing"))
+
+
+def json_list_of(pages: list[Path]) -> Iterator[bytes]:
+    """`[page1,page2,...]` streamed from the page files (the adapter reads a list of pages)."""
+    yield b"["
+    for index, page in enumerate(pages):
+        if index:
+            yield b","
+        with open(page, "rb") as fh:
+            yield from iter(lambda: fh.read(1 << 20), b"")
+    yield b"]"
+
+
+PROVIDER = Provider("gcp", formats={"gcp-billing": parse}, fetch=fetch_gcp, config=GcpConfig)

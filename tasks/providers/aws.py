@@ -36,11 +36,16 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 import duckdb
+import httpx
 import polars as pl
+from pydantic import Field
 
-from tasks.prices.adapters import (
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult, json_field
+from tasks.fetch.http import FetchError, describe, download
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -49,6 +54,8 @@ from tasks.prices.adapters import (
     read_json,
     reference_file,
 )
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 PREAMBLE_LINES = 5  # FormatVersion, Disclaimer, Publication Date, Version, OfferCode
 
@@ -178,6 +185,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         execute(con, "prices/aws_offer_csv_view")
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
+    execute(con, "prices/number_macros")
     from tasks import config
 
     max_storage = (context.validation or config.settings().validation.prices).max_storage_usd_per_gb_month
@@ -220,3 +228,47 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         result = read_into_duckdb(con, path, context)
         records = con.table("staging_file_records").pl().drop("_row_id")
     return AdapterResult(records=conform(records), skipped_by_reason=result.skipped_by_reason)
+
+
+class AwsConfig(Strict):
+    """config/fetch.toml [aws]."""
+
+    url: str
+    regions: list[str] = []
+    offer_format: str = Field("csv", pattern="^(csv|json)$")
+
+
+def fetch_aws(ctx: FetchContext, result: ProviderResult) -> None:
+    """Price List bulk API: region_index.json, then each configured region's current EC2 offer file.
+    Both conditional (ETag / If-Modified-Since): an unchanged offer is not downloaded again."""
+    cfg = ctx.section
+    index_url = ctx.base_url
+    directory = ctx.directory()
+    known = ctx.validators.get(index_url) or {}
+    previous = Path(known["path"]) if known.get("path") else None
+    index = download(ctx.client, index_url, directory / "region_index.json", ctx.http, expect="json",
+                     validators=known if previous and previous.exists() else None, progress=ctx.progress)
+    index.is_index = True
+    result.downloads.append(index)
+    index_path = previous if index.not_modified else index.path
+    regions: dict[str, Any] = json_field(index_path, "regions") or {}
+    wanted = cfg.regions or sorted(regions)
+    missing = [r for r in wanted if r not in regions]
+    if missing:
+        result.errors.append(f"not in the region index: {', '.join(missing)}")
+    for region in (r for r in wanted if r in regions):
+        offer_url = urljoin(index_url, regions[region]["currentVersionUrl"])
+        if cfg.offer_format == "csv":
+            offer_url = offer_url.removesuffix(".json") + ".csv"
+        target = directory / region / f"index.{cfg.offer_format}"
+        try:
+            got = ctx.get(result, offer_url, target, expect=cfg.offer_format, conditional=True)
+        except (FetchError, httpx.TransportError) as error:
+            result.errors.append(f"{region}: {describe(error)}")
+            continue
+        if not got.not_modified:
+            result.files.append(FetchedFile(got.path, "aws", "aws-offer"))
+
+
+PROVIDER = Provider("aws", formats={"aws-offer": parse},
+                    duckdb_readers={"aws-offer": read_into_duckdb}, fetch=fetch_aws, config=AwsConfig)

@@ -15,11 +15,17 @@ Quirks handled here:
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
+from pydantic import Field
 
-from tasks.prices.adapters import (
+from tasks.extras import hint
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
+from tasks.fetch.http import Download, write_atomically
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -28,6 +34,9 @@ from tasks.prices.adapters import (
     read_json,
     reference_table,
 )
+from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 TSV_COLUMNS = ("AvailabilityZoneId", "InstanceType", "ProductDescription", "SpotPrice", "Timestamp")
 LINUX = ("Linux/UNIX", "Linux/UNIX (Amazon VPC)")
@@ -111,16 +120,94 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         provider=pl.lit(context.provider),
         region=region_of_zone(pl.col("zone"), az_prefixes),
         pricing=pl.lit("spot"),
-        usd_per_hour=pl.col("price").str.strip_chars().cast(pl.Float64, strict=False),
+        usd_per_hour=number(pl.col("price")),
         currency=pl.lit("USD"),  # describe-spot-price-history prices are USD
         observed_at=pl.col("timestamp")
         .str.strip_chars()
         .str.to_datetime(time_zone="UTC", time_unit="us", strict=False),
     ).with_columns(
-        rejected_reason=pl.when(pl.col("region").is_null())
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("price")}), pl.when(pl.col("region").is_null())
         .then(pl.lit("unknown availability zone: its AZ-ID prefix is not in data/reference/aws_az_id_regions.csv"))
         .when(pl.col("gpu_name").is_null())
         .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-        .otherwise(None)
+        .otherwise(None))
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
+
+
+class AwsSpotConfig(Strict):
+    """config/fetch.toml [aws-spot]."""
+
+    url: str = ""
+    regions: list[str]
+    instance_families: list[str]
+    product_descriptions: list[str] = ["Linux/UNIX"]
+    first_lookback_hours: float = Field(24.0, gt=0)
+
+
+def fetch_aws_spot(ctx: FetchContext, result: ProviderResult) -> None:
+    """DescribeSpotPriceHistory through boto3 (its own retries and paging), GPU families only, since the
+    newest price already in the warehouse; skipped when no AWS credentials are configured, or without boto3
+    (the aws extra)."""
+    without_boto3 = hint("aws", "the aws-spot price fetch")
+    if without_boto3:
+        result.skipped = without_boto3
+        return
+    import boto3
+    from botocore.config import Config
+
+    cfg = ctx.section
+    session = boto3.session.Session()
+    if session.get_credentials() is None:
+        result.skipped = ("no AWS credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE or an "
+                          "instance role)")
+        return
+    endpoint = ctx.base_url or None
+    policy = ctx.http
+    botocore_config = Config(
+        retries={"mode": "standard", "max_attempts": policy.attempts},
+        connect_timeout=policy.connect_timeout_seconds,
+        read_timeout=policy.read_timeout_seconds,
+    )
+    directory = ctx.directory()
+    for region in cfg.regions:
+        key = f"{endpoint or 'ec2'}#DescribeSpotPriceHistory?region={region}"
+        since = ctx.spot_watermarks.get(key)
+        start = since or ctx.fetched_at - timedelta(hours=cfg.first_lookback_hours)
+        started = datetime.now(UTC)
+        try:
+            client = session.client("ec2", region_name=region, endpoint_url=endpoint, config=botocore_config)
+            rows: list[dict[str, Any]] = []
+            pages = client.get_paginator("describe_spot_price_history").paginate(
+                StartTime=start,
+                ProductDescriptions=cfg.product_descriptions,
+                Filters=[{"Name": "instance-type", "Values": [f"{f}.*" for f in cfg.instance_families]}],
+            )
+            for page in pages:
+                rows.extend(page.get("SpotPriceHistory", []))
+        except Exception as error:  # noqa: BLE001 - botocore's errors are many; one line, the next region goes on
+            result.errors.append(f"{region}: {type(error).__name__}: {' '.join(str(error).split())[:300]}")
+            continue
+        # The API also returns the price in effect at StartTime, which the last fetch already has.
+        new = [r for r in rows if since is None or r["Timestamp"] > since]
+        if not new:
+            continue
+        target = directory / f"spot-{region}-{ctx.fetched_at:%H%M%S}.json"
+        body = json.dumps({"SpotPriceHistory": [_spot_row(r) for r in new]}, indent=0).encode()
+        size, sha = write_atomically(target, [body])
+        result.downloads.append(Download(
+            url=key, http_status=200, path=target, content_type="application/json", size_bytes=size,
+            content_sha256=sha, downloaded_at=started, seconds=(datetime.now(UTC) - started).total_seconds(),
+            watermark=max(r["Timestamp"] for r in new),
+        ))
+        result.files.append(FetchedFile(target, "aws", "aws-spot"))
+
+
+def _spot_row(row: dict[str, Any]) -> dict[str, Any]:
+    """boto3's row as `aws ec2 describe-spot-price-history` prints it (the adapter's JSON input)."""
+    out = dict(row)
+    out["Timestamp"] = row["Timestamp"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+    return out
+
+
+PROVIDER = Provider("aws-spot", formats={"aws-spot": parse}, fetch=fetch_aws_spot, config=AwsSpotConfig)

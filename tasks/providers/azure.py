@@ -31,7 +31,9 @@ from typing import Any
 
 import polars as pl
 
-from tasks.prices.adapters import (
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult, json_field
+from tasks.fetch.http import FetchError
+from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
     AdapterResult,
@@ -42,6 +44,9 @@ from tasks.prices.adapters import (
     reference_table,
     require_columns,
 )
+from tasks.prices.numbers import comma_reason, number
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 FIELDS = (
     "currencyCode",
@@ -132,7 +137,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     is_spot = _suffix("skuName", " Spot") | _suffix("meterName", " Spot")
     is_reservation = pl.col("type") == "Reservation"
     term_years = pl.col("reservationTerm").str.extract(r"^\s*(\d+)\s+Years?\s*$").cast(pl.Float64)
-    price = pl.col("retailPrice").cast(pl.Float64, strict=False)
+    price = number(pl.col("retailPrice"))
     records = offers.with_columns(
         provider=pl.lit(context.provider),
         region=pl.col("armRegionName"),
@@ -151,7 +156,9 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         purchase_option=pl.when(is_reservation).then(pl.lit("term_total")),
         currency=pl.col("currencyCode"),
         observed_at=pl.lit(None, pl.Datetime("us", "UTC")),
-        rejected_reason=pl.when(pl.col("gpu_name").is_null())
+        rejected_reason=pl.when(comma_reason({"price": pl.col("retailPrice")}).is_not_null())
+        .then(comma_reason({"price": pl.col("retailPrice")}))
+        .when(pl.col("gpu_name").is_null())
         .then(pl.lit(NO_SHAPE))
         .when(is_reservation & term_years.is_null())
         .then(pl.format("reservation without a readable reservationTerm ({}): the term its price covers is unknown",
@@ -166,3 +173,33 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
             + ", ".join(missing)
         )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped, notes=notes)
+
+
+class AzureConfig(Strict):
+    """config/fetch.toml [azure]."""
+
+    url: str
+    filter: str
+
+
+def fetch_azure(ctx: FetchContext, result: ProviderResult) -> None:
+    """Retail Prices API: the configured $filter, then every NextPageLink the server returns."""
+    url: str | None = ctx.base_url
+    params: dict[str, str] | None = {"$filter": ctx.section.filter}
+    directory = ctx.directory()
+    seen: set[str] = set()
+    page = 0
+    while url:
+        page += 1
+        if page > ctx.http.max_pages:
+            raise FetchError(f"more than {ctx.http.max_pages} pages ([http] max_pages); stopped")
+        got = ctx.get(result, url, directory / f"retail-prices-page-{page:04d}.json", params=params)
+        result.files.append(FetchedFile(got.path, "azure", "azure-retail"))
+        link = json_field(got.path, "NextPageLink")
+        if link and link in seen:
+            raise FetchError(f"NextPageLink repeats an earlier page ({link}); stopped after page {page}")
+        seen.add(link or "")
+        url, params = link, None
+
+
+PROVIDER = Provider("azure", formats={"azure-retail": parse}, fetch=fetch_azure, config=AzureConfig)

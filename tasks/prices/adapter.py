@@ -1,8 +1,9 @@
-"""Price-list adapters. Each native format has one module with a `parse(path, options) -> AdapterResult`.
+"""What a price-list adapter returns, and the helpers adapters share. An adapter is a function
+`(path, AdapterContext) -> AdapterResult` in its provider's module (tasks/providers/), registered under its
+format name.
 
 Which adapter reads a file is said by configuration (config/sources.toml) or by the CLI's
-`--provider/--format`, never guessed from content. A fetcher for a live API can be added later as a
-function that downloads to a file and hands it to the same adapter.
+`--provider/--format`, never guessed from content.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from tasks.config import PriceValidation
 
 # Columns every adapter returns (one row per priced offer and pricing type). Types as in
 # core.price_observations; `usd_per_gpu_hour`, `gpu` (canonical), file identity and ingest time are
-# added by tasks.prices.normalise, in one place.
+# added by the normalisation (sql/prices/normalise.sql), in one place.
 ADAPTER_SCHEMA: dict[str, Any] = {
     "provider": pl.String,
     "region": pl.String,
@@ -126,10 +128,6 @@ def reference_table(file_name: str, folder: Path | None = None) -> pl.DataFrame:
     return pl.read_csv(reference_file(file_name, folder), infer_schema=False, comment_prefix="#")
 
 
-def to_json_text(records: list[dict[str, Any]]) -> list[str]:
-    return [json.dumps(r, default=str) for r in records]
-
-
 @dataclass
 class AdapterResult:
     records: pl.DataFrame  # ADAPTER_SCHEMA columns
@@ -149,6 +147,8 @@ class AdapterContext:
 
 
 Adapter = Callable[[Path, AdapterContext], AdapterResult]
+# Reads the file with DuckDB into staging_file_records; None = not this variant, the frame adapter reads it.
+DuckdbReader = Callable[[duckdb.DuckDBPyConnection, Path, AdapterContext], "AdapterResult | None"]
 
 
 def empty_records() -> pl.DataFrame:
@@ -164,19 +164,3 @@ def conform(frame: pl.DataFrame) -> pl.DataFrame:
         ]
     )
 
-
-# The formats (as in config/sources.toml and `--format`), the one list: format `aws-offer` is read by the
-# module `aws_offer` of this package (`adapter_module`).
-FORMATS = ("skypilot", "aws-offer", "aws-spot", "azure-retail", "gcp-billing", "price-history", "owned", "lambda-api")
-
-
-def adapter_module(fmt: str) -> str:
-    """The module of this package that reads format `fmt` (a format name with `_` for `-`)."""
-    return f"{__name__}.{fmt.replace('-', '_')}"
-
-
-def registry() -> dict[str, Adapter]:
-    """Format name -> adapter (imported on first use: the adapters import this module)."""
-    import importlib
-
-    return {fmt: importlib.import_module(adapter_module(fmt)).parse for fmt in FORMATS}

@@ -16,13 +16,18 @@ Quirks handled here:
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from tasks.prices.adapters import AdapterContext, AdapterError, AdapterResult, conform, empty_records, read_json
+from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
+from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, empty_records, read_json
+from tasks.prices.numbers import comma_value_reason
+from tasks.providers.provider import Provider
+from tasks.settings import Strict
 
 NAME = re.compile(r"^gpu_(\d+)x_([a-z0-9]+)(?:_(\d+gb))?")
 MEMORY = re.compile(r"\((\d+(?:\.\d+)?)\s*GB", re.IGNORECASE)
@@ -80,6 +85,30 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
                 "pricing": "on_demand", "usd_per_hour": None if cents is None else cents / 100.0,
                 "currency": "USD", "observed_at": None, "source_line": index, "raw_values": raw,
                 # a missing or unreadable price is the suite's to quarantine (usd_per_hour null), with the record
+                "rejected_reason": comma_value_reason("price_cents_per_hour", spec.get("price_cents_per_hour")),
             })
     records = conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else empty_records()
     return AdapterResult(records=records, skipped_by_reason=skipped)
+
+
+class LambdaConfig(Strict):
+    """config/fetch.toml [lambda] (optional: a fetch.toml from before [lambda] still loads)."""
+
+    url: str = "https://cloud.lambda.ai/api/v1/instance-types"
+    api_key_env: str = "GPUCOST_LAMBDA_API_KEY"
+    regions: list[str] = []  # where a type with no capacity right now is priced (Lambda prices are not regional)
+
+
+def fetch_lambda(ctx: FetchContext, result: ProviderResult) -> None:
+    """Lambda Cloud instance-types API: one JSON document (no paging), with the API key as a bearer token."""
+    cfg = ctx.section
+    key = os.environ.get(cfg.api_key_env, "").strip()
+    if not key:
+        result.skipped = f"no API key: set {cfg.api_key_env} (Lambda Cloud API key)"
+        return
+    got = ctx.get(result, ctx.base_url, ctx.directory() / "instance-types.json",
+                  headers={"Authorization": f"Bearer {key}"})
+    result.files.append(FetchedFile(got.path, "lambda", "lambda-api", {"regions": cfg.regions}))
+
+
+PROVIDER = Provider("lambda", formats={"lambda-api": parse}, fetch=fetch_lambda, config=LambdaConfig)
