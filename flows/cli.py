@@ -98,11 +98,14 @@ def ingest_prices_cmd(
     format: Annotated[str | None, typer.Option("--format", help="Adapter: skypilot, aws-offer, ...")] = None,
 ) -> None:
     """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
+    from tasks import config_files
     from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 
     check_readable(paths)
     try:
-        sources = price_sources_for(paths, provider, format) if paths else configured_price_sources()
+        configured = config_files.sources()
+        sources = (price_sources_for(paths, provider, format, configured) if paths
+                   else configured_price_sources(configured))
     except SourceConfigError as error:
         fail(str(error), 2)
     check_warehouse_not_busy()
@@ -166,12 +169,13 @@ def ingest_telemetry_cmd(
 def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
     """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
     [[mlflow]] source in config/sources.toml that names it."""
+    from tasks import config_files
     from tasks.telemetry.mlflow_ingest import configured_mlflow_sources
     from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, load_mapping
 
     if not experiments:
         raise MlflowMappingError("--mlflow needs at least one experiment name")
-    configured = {e: s for s in configured_mlflow_sources() for e in s.experiments}
+    configured = {e: s for s in configured_mlflow_sources(config_files.sources()) for e in s.experiments}
     sources = []
     for experiment in experiments:
         known = configured.get(experiment)
@@ -496,10 +500,11 @@ def _usd(value: float) -> str:
 @app.command()
 def workloads() -> None:
     """The workloads the nightly ranking prices (config/workloads.toml)."""
+    from tasks import config_files
     from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 
     try:
-        frame = load_workloads()
+        frame = load_workloads(config_files.workloads(), config_files.ranking())
     except (WorkloadConfigError, FileNotFoundError) as error:
         fail(str(error), 2)
     table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
@@ -585,12 +590,12 @@ def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | 
     """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
     import math
 
-    from tasks import config
+    from tasks import config_files
     from tasks.settings import ConfigError
     from tasks.sql_bounds import SqlBounds
 
     try:
-        settings = config.settings().sql
+        settings = config_files.settings().sql
     except ConfigError as error:
         fail(str(error), 2)
     if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
@@ -674,8 +679,7 @@ def check_config(command: str | None, argv: list[str]) -> None:
     exit 2, before any flow, Prefect server or supervisor starts."""
     if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
         return
-    from tasks.config import check_all, config_file
-    from tasks.fetch.config import load_fetch_config
+    from tasks.config_files import check_all
     from tasks.preflight import EXIT_CONFIG, environment_problem
     from tasks.settings import ConfigError
 
@@ -686,8 +690,6 @@ def check_config(command: str | None, argv: list[str]) -> None:
             raise ConfigError(problem)
         if command in CONFIG_COMMANDS:
             check_all()
-            if config_file("fetch").exists():  # a config folder from before fetching existed: offline
-                load_fetch_config()
     except ConfigError as error:
         try:
             fail(str(error), EXIT_CONFIG)
@@ -719,10 +721,11 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
         if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
             require("aws", "the aws-spot price fetch")  # in the configured list it is skipped instead
         if configured:
-            from tasks import config
+            from tasks import config_files
             from tasks.settings import Environment
 
-            check_command(command, config.settings().ingest.runner.kind, Environment.current().mlflow_tracking_uri)
+            check_command(command, config_files.settings().ingest.runner.kind,
+                          Environment.current().mlflow_tracking_uri)
     except MissingExtraError as error:
         try:
             fail(str(error), EXIT_CONFIG)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tasks import config
+from tasks import config_files
 from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks.preflight import (
     EXIT_BUSY,
@@ -32,11 +32,11 @@ SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
 
 
 def grace_seconds() -> float:
-    return config.settings().signals.stop_grace_seconds
+    return config_files.settings().signals.stop_grace_seconds
 
 
 def min_free_mb() -> float:
-    return config.settings().preflight.min_free_mb
+    return config_files.settings().preflight.min_free_mb
 
 
 def served_note(started: datetime) -> str:
@@ -107,23 +107,25 @@ def preflight(command: str) -> Preflight:
 def check_publish_targets() -> None:
     """What publish would replace (the published database, the chart, the Parquet folder) is absent or gpucost's:
     raises ForeignTargetError (exit 5) before any work."""
+    # start-up time: the publishing and ranking modules load polars, MLflow; `gpucost --help` needs neither
     from tasks.publishing.night import check_targets
     from tasks.publishing.parquet import parquet_root
 
-    check_targets(paths().published, parquet_root(config.ranking().publish))
+    check_targets(paths().published, parquet_root(config_files.ranking().publish))
 
 
 def check_workloads() -> None:
     """config/workloads.toml validated (and not empty) before any work: raises WorkloadConfigError."""
-    from tasks.ranking.workloads import load_workloads, require_workloads
+    from tasks.ranking.workloads import load_workloads, require_workloads  # start-up time, as above
 
-    require_workloads(load_workloads())
+    require_workloads(load_workloads(config_files.workloads(), config_files.ranking()))
 
 
 @contextmanager
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
+    # start-up time: these modules load polars and DuckDB, which a command that fails early never needs
     from tasks.ingest.registry import IngestAborted, find_aborted
     from tasks.publishing.ownership import ForeignTargetError
     from tasks.ranking.rank import NoOffersError

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tasks import config
+from tasks import config_files
 from tasks.interrupts import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
 from tasks.settings import PROJECT_ROOT, Environment, paths
 
@@ -189,7 +189,7 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 def serve() -> None:
-    settings = config.settings().serve
+    settings = config_files.settings().serve
     host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
     prefect_home, mark = paths().prefect_home, str(os.getpid())

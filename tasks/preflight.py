@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tasks.publishing.ownership import written_by_us
+from tasks.settings import Environment, paths
+from tasks.warehouse import connect, execute, query
+
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -70,9 +74,6 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
 
 
 def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
-    from tasks.publishing.ownership import written_by_us
-    from tasks.settings import paths
-
     if store == "published" and written_by_us(paths().home, path):
         step = "run `gpucost publish` to rebuild it from the warehouse"
     elif store == "published":  # publish replaces only what gpucost made (tasks/publishing/ownership.py)
@@ -89,7 +90,6 @@ def duckdb_problem(path: Path, store: str) -> Problem | None:
     raises tasks.warehouse.WarehouseBusyError (its own message and exit code)."""
     import duckdb
 
-    from tasks.warehouse import connect, execute, query
 
     if not path.exists():
         return None
@@ -281,7 +281,6 @@ def environment_problem(writes_home: bool = True) -> str | None:
     before anything starts); None when every override set is usable. Types are checked by tasks.settings.
     `writes_home`: the command writes to the state folder, which must then be writable even when it is the default
     (./.gpucost, no GPUCOST_HOME)."""
-    from tasks.settings import Environment
 
     environment = Environment.current()
     checks: list[str | None] = []

@@ -124,7 +124,7 @@ def test_every_command_line_shown_parses() -> None:
             ctx = command.make_context(name, [], parent=ctx, resilient_parsing=True)
         try:
             command.make_context(ctx.info_name, rest, parent=ctx.parent, resilient_parsing=in_text).close()
-        except Exception as error:  # noqa: BLE001 - click's usage errors (typer ships its own click)
+        except Exception as error:  # click's usage errors (typer ships its own click)
             pytest.fail(f"{page}: gpucost {shlex.join(args)}: {getattr(error, 'format_message', error.__str__)()}")
 
 
@@ -185,7 +185,7 @@ def test_nightly_then_every_readme_query_returns_rows(night: Night) -> None:
     assert refused.returncode != 0 and "read-only" in refused.stderr.lower()
 
 
-def test_every_warehouse_table_named_exists(con) -> None:  # noqa: ANN001 - the migrated warehouse (tests/conftest.py)
+def test_every_warehouse_table_named_exists(con) -> None:  # the migrated warehouse (tests/conftest.py)
     tables = {f"{schema}.{name}" for schema, name in con.execute(
         "select table_schema, table_name from information_schema.tables").fetchall()}
     # and the tables a step builds when it runs (features.training_runs by the telemetry ingest)

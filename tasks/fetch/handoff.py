@@ -10,6 +10,8 @@ import duckdb
 
 from tasks.fetch.context import FetchedFile
 from tasks.ingest.registry import FileOutcome
+from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.reference import load_reference_tables, read_aliases
 
 
 def ingest_fetched(
@@ -20,8 +22,6 @@ def ingest_fetched(
     if not files:
         return []
     # Imported here: the ingest loads Great Expectations, which the downloads themselves never need.
-    from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
 
     load_reference_tables(con)
     aliases = read_aliases()

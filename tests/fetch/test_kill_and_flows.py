@@ -32,7 +32,7 @@ def test_a_fetch_killed_mid_download_leaves_nothing_registered_and_the_next_run_
     release = threading.Event()
 
     def stalls_after_the_first_chunk(_request: object) -> Response:
-        def chunks():  # noqa: ANN202
+        def chunks():
             yield body[:65536]
             release.wait(30)  # until the test has killed the fetch
             yield body[65536:]
