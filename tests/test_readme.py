@@ -76,7 +76,7 @@ def command_lines() -> list[tuple[str, list[str], bool]]:
 def gpucost(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPUCOST_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
+        [sys.executable, "-m", "gpucost.cli", *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
         timeout=120,
     )
 
@@ -94,7 +94,7 @@ def test_the_make_targets_named_exist() -> None:
 
 
 def test_readme_lists_every_cli_subcommand() -> None:
-    from flows.cli import app, ingest_app
+    from gpucost.cli import app, ingest_app
 
     commands = {c.name or c.callback.__name__ for c in app.registered_commands}
     commands |= {f"ingest {c.name}" for c in ingest_app.registered_commands}
@@ -109,7 +109,7 @@ def test_every_command_line_shown_parses() -> None:
     import typer
     from typer.core import TyperGroup
 
-    from flows.cli import app
+    from gpucost.cli import app
 
     lines = command_lines()
     assert len(lines) >= 25  # the README's queries and offers, and the docs' train, predict, ingest, fetch, serve

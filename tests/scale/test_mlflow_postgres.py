@@ -58,7 +58,7 @@ def test_train_promote_predict_publish_against_the_server(
     # the champion loads through the server (artifacts proxied by it) and `gpucost predict` uses it
     champion = load_champion()
     assert champion is not None and champion.version == "1"
-    from flows.cli import app
+    from gpucost.cli import app
 
     out = tmp_path / "predicted.csv"
     result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(out)])

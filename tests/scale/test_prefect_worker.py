@@ -23,7 +23,7 @@ import duckdb
 import httpx
 import pytest
 
-from flows.serve import WORK_POOL
+from gpucost.serve import WORK_POOL
 from tasks.interrupts import processes_with_env
 from tests.reliability.helpers import assert_one_line
 from tests.scale.conftest import SERVER_START_TIMEOUT_S

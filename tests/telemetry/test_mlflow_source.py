@@ -415,7 +415,7 @@ def test_cli_refuses_an_unknown_mapping_in_one_line() -> None:
     from tasks.settings import PROJECT_ROOT
 
     result = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "ingest", "telemetry", "--mlflow", "llm-sft",
+        [sys.executable, "-m", "gpucost.cli", "ingest", "telemetry", "--mlflow", "llm-sft",
          "--tracking-uri", "http://127.0.0.1:9", "--mapping", "deepspeed"],
         capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120,
     )

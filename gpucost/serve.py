@@ -32,7 +32,7 @@ SERVE_MARK = "GPUCOST_SERVE_PID"        # in the worker's environment, so in eve
 
 
 class ServeError(RuntimeError):
-    """A part of the set-up did not start or stopped: said in one line (flows/cli.py)."""
+    """A part of the set-up did not start or stopped: said in one line (gpucost/cli.py)."""
 
 
 class Stopped(BaseException):
@@ -226,7 +226,7 @@ def serve() -> None:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         stop_all(children, mark)
-        # the supervisor prints the one line saying what stopped (flows/guard.py)
+        # the supervisor prints the one line saying what stopped (gpucost/guard.py)
         os._exit(EXIT_INTERRUPTED.get(signal.Signals(stop.signum), 128 + stop.signum))
     finally:
         for sig in STOP_SIGNALS:  # a signal now would cut the clean-up short

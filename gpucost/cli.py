@@ -13,8 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
-from flows.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
+from gpucost.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
@@ -24,21 +23,21 @@ out = Console()
 err = Console(stderr=True)
 
 # Commands that run flows from the terminal: Prefect's console shows warnings and errors only, our progress
-# lines say the rest (flows/console.py). `serve` keeps Prefect's own logging.
+# lines say the rest (gpucost/console.py). `serve` keeps Prefect's own logging.
 FLOW_COMMANDS = {"run", "train", "publish", "ingest"}
 
 
 @app.callback()
 def _before_command(ctx: typer.Context) -> None:
     if ctx.invoked_subcommand in FLOW_COMMANDS:
-        from flows.console import quiet_prefect_environment
+        from gpucost.console import quiet_prefect_environment
 
         quiet_prefect_environment()
 
 
 def flow_output() -> None:
     """After a flow module (so Prefect) is imported: progress lines, one-line warnings, no escape codes."""
-    from flows.console import configure_cli_output
+    from gpucost.console import configure_cli_output
 
     configure_cli_output()
 
@@ -349,7 +348,7 @@ def predict(
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
     check_readable([input])
-    from flows.console import configure_cli_output
+    from gpucost.console import configure_cli_output
 
     configure_cli_output()
     from tasks.model.predict import NoChampionError, PredictInputError, predict_file
@@ -528,8 +527,8 @@ def _tokens(value: float) -> str:
 def serve() -> None:
     """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
     prefect.yaml and a worker."""
-    from flows.serve import ServeError
-    from flows.serve import serve as serve_all
+    from gpucost.serve import ServeError
+    from gpucost.serve import serve as serve_all
 
     try:
         with guarded(fail):
@@ -734,7 +733,7 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
 
 
 def main() -> None:
-    """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
+    """The `gpucost` entry point: long-running commands run under a supervisor (gpucost/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
