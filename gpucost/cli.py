@@ -13,23 +13,29 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from gpucost.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
+from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
+from gpucost.guard import guarded, is_worker, preflight, run_supervised
+from gpucost.present import (
+    narrow_console,
+    out,
+    print_offers,
+    print_result_table,
+    print_totals,
+    print_wrapped,
+    tokens,
+    wrapped,
+)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
 app.add_typer(ingest_app, name="ingest")
 
-out = Console()
 err = Console(stderr=True)
-
-# Commands that run flows from the terminal: Prefect's console shows warnings and errors only, our progress
-# lines say the rest (gpucost/console.py). `serve` keeps Prefect's own logging.
-FLOW_COMMANDS = {"run", "train", "publish", "ingest"}
-
 
 @app.callback()
 def _before_command(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand in FLOW_COMMANDS:
+    command = COMMANDS.get(ctx.invoked_subcommand or "")
+    if command is not None and command.runs_flows:
         from gpucost.console import quiet_prefect_environment
 
         quiet_prefect_environment()
@@ -42,7 +48,7 @@ def flow_output() -> None:
     configure_cli_output()
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = Exit.FAILED) -> None:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
     # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
     from tasks.display import printable
@@ -61,25 +67,16 @@ def check_readable(paths: list[Path] | None) -> None:
         try:
             path.stat()
         except FileNotFoundError:
-            fail(f"{path}: no such file or directory", 2)
+            fail(f"{path}: no such file or directory", Exit.INPUT)
         except OSError as error:  # e.g. a name too long for the file system
-            fail(f"{path}: {error.strerror or error}", 2)
+            fail(f"{path}: {error.strerror or error}", Exit.INPUT)
         if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
-            fail(f"{path}: permission denied (not readable)", 2)
+            fail(f"{path}: permission denied (not readable)", Exit.INPUT)
         if not path.is_dir() and (irregular := irregular_file(path)) is not None:
-            fail(irregular, 2)  # a FIFO or a device would be read forever
+            fail(irregular, Exit.INPUT)  # a FIFO or a device would be read forever
 
 
-def _print_totals(outcomes: list) -> None:
-    from tasks.summary import totals
-
-    t = totals(outcomes)
-    _print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
-                   f"ingested, {t['files_quarantined']} quarantined; rows: {t['rows_loaded']:,} loaded, "
-                   f"{t['rows_quarantined']:,} quarantined (why: the quarantine_summary table)")
-
-
-def check_warehouse_not_busy(code: int = 4) -> None:
+def check_warehouse_not_busy(code: int = Exit.BUSY) -> None:
     """Another process holding the warehouse is reported in one line, before any flow starts."""
     from tasks.publishing.lock import check_warehouse_free
     from tasks.warehouse import WarehouseBusyError
@@ -106,7 +103,7 @@ def ingest_prices_cmd(
         sources = (price_sources_for(paths, provider, format, configured) if paths
                    else configured_price_sources(configured))
     except SourceConfigError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     check_warehouse_not_busy()
     from flows.ingest_prices import ingest_prices
     from tasks.warehouse import WarehouseBusyError
@@ -118,10 +115,10 @@ def ingest_prices_cmd(
             preflight("ingest")
             outcomes = ingest_prices(sources)
     except WarehouseBusyError as error:  # taken between the check and the flow
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
-    _print_totals(outcomes)
+    print_totals(outcomes)
 
 
 @ingest_app.command("telemetry")
@@ -144,9 +141,9 @@ def ingest_telemetry_cmd(
         try:
             sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
         except MlflowMappingError as error:
-            fail(str(error), 2)
+            fail(str(error), Exit.INPUT)
     elif tracking_uri or mapping or rescan:
-        fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", 2)
+        fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", Exit.INPUT)
     else:
         check_readable([Path(p) for p in paths or []])
     check_warehouse_not_busy()
@@ -158,11 +155,11 @@ def ingest_telemetry_cmd(
             preflight("ingest")
             outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         errors = "; ".join(sorted({o.error or "" for o in outcomes}))
         fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
-    _print_totals(outcomes)
+    print_totals(outcomes)
 
 
 def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
@@ -209,9 +206,9 @@ def run() -> None:
             with _tracebacks_dropped():
                 steps = nightly()
     except RunLockedError as error:
-        fail(str(error), 3)
+        fail(str(error), Exit.LOCKED)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     _print_night(steps)
 
 
@@ -220,9 +217,9 @@ def _print_night(steps: dict[str, str]) -> None:
     from tasks.ranking.offers import OfferFilter, find_offers, open_published
     from tasks.settings import paths
 
-    console = _narrow_console()
+    console = narrow_console()
     for name, outcome in steps.items():
-        console.print(_wrapped(f"{name}: {outcome}"), highlight=False)
+        console.print(wrapped(f"{name}: {outcome}"), highlight=False)
     try:
         con = open_published(paths().published)
     except FileNotFoundError:
@@ -233,7 +230,7 @@ def _print_night(steps: dict[str, str]) -> None:
         con.close()
     if not best.is_empty():
         console.print()
-        _print_offers(best, "cost")
+        print_offers(best, "cost")
         console.print("more: gpucost offers --workload NAME [--gpu H100 --spot --max-hours 500 ...]",
                       highlight=False)
 
@@ -275,19 +272,7 @@ def train() -> None:
         fail(str(error))
     except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
         store_failed(error)
-    _print_wrapped(outcome.summary_line())
-
-
-def _wrapped(text: str) -> str:
-    """100 columns, continuation lines indented; paths and names are never split (a path cut at a hyphen could
-    not be copied back whole)."""
-    import textwrap
-
-    return textwrap.fill(text, 100, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
-
-
-def _print_wrapped(text: str) -> None:
-    _narrow_console().print(_wrapped(text), highlight=False)
+    print_wrapped(outcome.summary_line())
 
 
 class _DropTraceback:
@@ -337,7 +322,7 @@ def publish() -> None:
             preflight("publish")
             outcome = publish_flow()
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 
@@ -355,7 +340,7 @@ def predict(
     try:
         result = predict_file(input, output)
     except PredictInputError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     except (NoChampionError, FileNotFoundError, ValueError) as error:
         fail(str(error))
     reasons = result["unscored_reason"].drop_nulls()
@@ -396,7 +381,7 @@ def offers(
     from tasks.settings import paths
 
     if as_csv and as_json:
-        fail("give --csv or --json, not both", 2)
+        fail("give --csv or --json, not both", Exit.INPUT)
     require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
@@ -411,7 +396,7 @@ def offers(
     try:
         known = published_workloads(con)
         if workload is not None and workload not in known:
-            fail(f"no workload {workload!r} in the published ranking (workloads: {', '.join(known)})", 2)
+            fail(f"no workload {workload!r} in the published ranking (workloads: {', '.join(known)})", Exit.INPUT)
         found = find_offers(con, wanted)
     finally:
         con.close()
@@ -423,8 +408,8 @@ def offers(
         return
     if found.is_empty():
         err.print("no ranked offer matches these filters", highlight=False)
-        raise typer.Exit(1)
-    _print_offers(found, sort.value)
+        raise typer.Exit(Exit.FAILED)
+    print_offers(found, sort.value)
 
 
 def require_positive(options: dict[str, float | None]) -> None:
@@ -433,67 +418,7 @@ def require_positive(options: dict[str, float | None]) -> None:
 
     for name, value in options.items():
         if value is not None and not (math.isfinite(value) and value > 0):
-            fail(f"{name} {value}: give a number above 0", 2)
-
-
-def _narrow_console() -> Console:
-    """stdout for tables a person reads: the terminal's width, or 100 columns when piped or logged."""
-    return out if out.is_terminal else Console(width=100)
-
-
-def _print_offers(found: object, sort_by: str) -> None:
-    """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
-    with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
-    `extrapolated`)."""
-    console = _narrow_console()
-    for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
-        table = Table(title=f"{name}, by {sort_by}", title_justify="left", box=None, pad_edge=False,
-                      padding=(0, 1, 0, 0), show_edge=False)
-        table.add_column("#", justify="right")
-        table.add_column("offer", overflow="fold")
-        table.add_column("pricing")
-        table.add_column("GPUs", justify="right")
-        table.add_column("hours", justify="right")
-        table.add_column("$/Mtok", justify="right")
-        table.add_column("80% interval", justify="right")
-        table.add_column("t CO2e", justify="right")
-        table.add_column("telemetry")
-        for row in rows.iter_rows(named=True):
-            instances = f"{row['instances']} × " if row["instances"] and row["instances"] > 1 else ""
-            table.add_row(
-                str(row["position_in_workload"] if sort_by == "co2"
-                    else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
-                f"{row['provider']} {row['region']}\n{instances}{row['instance_type']}",
-                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}\n{_network(row)}",
-                _figure(row["expected_hours"]), _usd(row["usd_per_mtoken"]),
-                f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}",
-                "-" if row["co2e_kg"] is None else _figure(row["co2e_kg"] / 1000.0), row["trust"],
-            )
-        console.print(table)
-        console.print()
-
-
-NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
-
-
-def _network(row: dict) -> str:
-    """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
-    (`?` marks a defaulted network)."""
-    if row["scale_up_domain_gpus"] is None:
-        return ""
-    unknown = row["network_kind"] in (None, "unknown")
-    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
-    return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
-
-
-def _figure(value: float) -> str:
-    """As a person reads it: 3 significant figures, thousands separated, no exponent."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _usd(value: float) -> str:
-    """Dollars per million tokens to 3 significant figures, trailing zeros kept (0.400, 0.0136)."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+            fail(f"{name} {value}: give a number above 0", Exit.INPUT)
 
 
 @app.command()
@@ -505,22 +430,15 @@ def workloads() -> None:
     try:
         frame = load_workloads(config_files.workloads(), config_files.ranking())
     except (WorkloadConfigError, FileNotFoundError) as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
     for column in ("name", "type", "params", "tokens", "precision", "deadline", "description"):
         table.add_column(column, overflow="fold")
     for row in frame.iter_rows(named=True):
         deadline = f"{row['deadline_hours']:,.0f} h" if row["deadline_hours"] else "-"
         table.add_row(row["workload"], row["workload_type"], f"{row['params_b']:g}B",
-                      _tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
-    _narrow_console().print(table)
-
-
-def _tokens(value: float) -> str:
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if value >= size:
-            return f"{value / size:g}{unit}"
-    return f"{value:g}"
+                      tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
+    narrow_console().print(table)
 
 
 @app.command()
@@ -561,7 +479,7 @@ def sql(
     try:
         damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
         if damaged is not None:
-            fail(damaged.message, damaged.exit_code)
+            fail(damaged.message, PROBLEM_EXITS[damaged.kind])
         # read-only, no file or network access beyond this database, settings locked, no extensions loaded
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
@@ -576,13 +494,13 @@ def sql(
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
             raise
-        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", 130)
+        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", Exit.SIGINT)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:
         con.close()
     if result is not None:
-        _print_result_table(result, bounds.max_cell_chars)
+        print_result_table(result, bounds.max_cell_chars)
 
 
 def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple:
@@ -596,41 +514,15 @@ def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | 
     try:
         settings = config_files.settings().sql
     except ConfigError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
-        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", 2)
+        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", Exit.INPUT)
     if max_rows is not None and max_rows < 0:
-        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", 2)
+        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", Exit.INPUT)
     bounds = SqlBounds(timeout_seconds=settings.timeout_seconds if timeout is None else timeout,
                        max_rows=settings.max_rows if max_rows is None else max_rows,
                        max_cell_chars=settings.max_cell_chars)
     return bounds, memory_limit or settings.memory_limit
-
-
-def _print_result_table(result: object, max_cell_chars: int) -> None:
-    """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
-    a cut result or cell is said under it."""
-    from tasks.display import printable
-    from tasks.sql_bounds import cell_text
-
-    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)  # type: ignore[attr-defined]
-    cut_cells = 0
-    for row in result.rows:  # type: ignore[attr-defined]
-        cells = [cell_text(v, max_cell_chars) for v in row]
-        cut_cells += sum(cut for _, cut in cells)
-        table.add_row(*(escape(text) for text, _ in cells))
-    # Piped or redirected output gets the table at its natural width instead of truncated cells.
-    (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
-    shown = len(result.rows)  # type: ignore[attr-defined]
-    if result.cut:  # type: ignore[attr-defined]
-        out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
-                         "streams them)"), style="dim", highlight=False, soft_wrap=True)
-    else:
-        out.print(f"{shown} row(s)", style="dim", highlight=False)
-    if cut_cells:
-        out.print(escape(f"{cut_cells} cell(s) longer than {max_cell_chars:,} characters cut (config/settings.toml "
-                         "[sql] max_cell_chars; --csv prints whole values)"), style="dim", highlight=False,
-                  soft_wrap=True)
 
 
 @app.command()
@@ -651,15 +543,15 @@ def fetch(
         names = check_providers(list(provider or load_fetch_config().providers))
         check_warehouse_free()
     except ConfigError as error:  # FetchConfigError too; a missing fetch.toml
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     from flows.fetch_prices import fetch_prices
 
     try:
         report = fetch_prices(names)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     for result in report.results:
         if result.status == "skipped":
             err.print(f"{result.name}: skipped: {result.detail}", highlight=False, soft_wrap=True)
@@ -669,29 +561,26 @@ def fetch(
              + " (the other providers were ingested; the last good prices are kept)")
 
 
-# Commands that read config/*.toml: every file is validated before the command starts (exit 2, one line).
-CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predict", "workloads"}
-
-
 def check_config(command: str | None, argv: list[str]) -> None:
     """A wrong config file or environment override is one line naming the file (or variable) and the key,
     exit 2, before any flow, Prefect server or supervisor starts."""
-    if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
+    spec = COMMANDS.get(command or "")
+    if spec is None or "--help" in argv:
         return
     from tasks.config_files import check_all
-    from tasks.preflight import EXIT_CONFIG, environment_problem
+    from tasks.preflight import environment_problem
     from tasks.settings import ConfigError
 
     try:
         # the overrides first: a config folder that is not there, a read-only home
-        problem = environment_problem(writes_home=command in ("run", "train", "publish", "ingest", "fetch", "serve"))
+        problem = environment_problem(writes_home=spec.writes_home)
         if problem is not None:
             raise ConfigError(problem)
-        if command in CONFIG_COMMANDS:
+        if spec.checks_config:
             check_all()
     except ConfigError as error:
         try:
-            fail(str(error), EXIT_CONFIG)
+            fail(str(error), Exit.INPUT)
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
 
@@ -711,10 +600,10 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
     """A feature asked for whose pip extra is not installed (tasks/extras.py): one line naming the extra, exit 2,
     before anything starts. First what the command line asks for (before any config is read), then, once the
     config is `configured` (checked), what it asks for."""
-    if command not in CONFIG_COMMANDS or "--help" in argv:
+    spec = COMMANDS.get(command or "")
+    if spec is None or not spec.checks_config or "--help" in argv:
         return
     from tasks.extras import MissingExtraError, check_command, require
-    from tasks.preflight import EXIT_CONFIG
 
     try:
         if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
@@ -727,7 +616,7 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
                           Environment.current().mlflow_tracking_uri)
     except MissingExtraError as error:
         try:
-            fail(str(error), EXIT_CONFIG)
+            fail(str(error), Exit.INPUT)
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
 
@@ -741,10 +630,10 @@ def main() -> None:
         check_extras(command, argv, configured=False)
         check_config(command, argv)
         check_extras(command, argv, configured=True)
-    if command in SUPERVISED and not is_worker():
+    if command in COMMANDS and COMMANDS[command].supervised and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():
-        from tasks.interrupts import install_worker_handlers
+        from gpucost.processes import install_worker_handlers
 
         install_worker_handlers()
     app()

@@ -1,5 +1,5 @@
 """Pre-flight checks: every store a command will touch is looked at before any work starts, and each known
-failure becomes one line naming the file and the next step (exit codes: README, "Exit codes").
+failure becomes one line naming the file and the next step (its exit code: gpucost/commands.py).
 
 - free space under GPUCOST_HOME against config/settings.toml [preflight] min_free_mb;
 - the warehouse and the published database: a DuckDB file (header), and every table read whole, which
@@ -28,19 +28,12 @@ from tasks.warehouse import connect, execute, query
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
-# Exit codes (README "Exit codes"): one place.
-EXIT_CONFIG = 2
-EXIT_BUSY = 4                  # another process holds the warehouse
-EXIT_DAMAGED = 5
-EXIT_DISK_FULL = 6
-
-
 @dataclass(frozen=True)
 class Problem:
     store: str          # warehouse | published | mlflow | disk
     path: str
     message: str        # one line: what is wrong with which file, and what to do
-    exit_code: int
+    kind: str           # damaged | disk_full (the command line's exit code: gpucost/commands.py)
 
 
 class PreflightError(RuntimeError):
@@ -70,7 +63,7 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
     return Problem("disk", str(folder),
                    f"only {free:.0f} MB free under {folder}; this command needs at least {min_free_mb:.0f} MB "
                    "(config/settings.toml [preflight] min_free_mb): free space there or point GPUCOST_HOME "
-                   "at a larger disk; nothing was changed", EXIT_DISK_FULL)
+                   "at a larger disk; nothing was changed", "disk_full")
 
 
 def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
@@ -82,7 +75,7 @@ def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
     else:
         step = ("restore it from a backup, or move it aside and rebuild it from your price and telemetry files "
                 "(`gpucost run` reads every file of config/sources.toml again)")
-    return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", EXIT_DAMAGED)
+    return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", "damaged")
 
 
 def duckdb_problem(path: Path, store: str) -> Problem | None:
@@ -147,7 +140,7 @@ def mlflow_problem(tracking_uri: str) -> Problem | None:
     return Problem("mlflow", str(path),
                    f"the MLflow store {path} is damaged ({cause}); training is skipped and the ranking uses no model "
                    "until you restore it from a backup, or move it aside (the next `gpucost train` starts a new "
-                   "registry)", EXIT_DAMAGED)
+                   "registry)", "damaged")
 
 
 @dataclass

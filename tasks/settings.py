@@ -26,7 +26,7 @@ REFERENCE_DIR = DATA_DIR / "reference"
 
 class ConfigError(ValueError):
     """A configuration file or an environment override is wrong: one line naming the file (or the variable),
-    the key and what was wrong. The command line exits with code 2 (tasks.preflight.EXIT_CONFIG)."""
+    the key and what was wrong. The command line exits with code 2 (gpucost.commands.Exit.INPUT)."""
 
 
 KINDS = {

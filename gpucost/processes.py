@@ -33,10 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpucost.commands import Exit
+
 WORKER_ENV = "GPUCOST_WORKER"        # set in the work process: install the handlers, do not supervise again
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+EXIT_INTERRUPTED = {signal.SIGINT: Exit.SIGINT, signal.SIGTERM: Exit.SIGTERM, signal.SIGHUP: Exit.SIGHUP}
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
