@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
+from gpucost.console import configure_cli_output, quiet_prefect_environment
 from gpucost.guard import guarded, is_worker, preflight, run_supervised
 from gpucost.present import (
     narrow_console,
@@ -25,6 +26,23 @@ from gpucost.present import (
     tokens,
     wrapped,
 )
+from gpucost.processes import install_worker_handlers
+from gpucost.serve import ServeError
+from gpucost.serve import serve as serve_all
+from tasks import config_files
+from tasks.config_files import check_all
+from tasks.display import printable
+from tasks.extras import MissingExtraError, check_command, require
+from tasks.fetch.config import check_providers, load_fetch_config
+from tasks.ingest.registry import irregular_file
+from tasks.preflight import duckdb_problem, environment_problem
+from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
+from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
+from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tasks.settings import ConfigError, Environment, paths
+from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
+from tasks.sql_bounds import QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
+from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
@@ -36,14 +54,12 @@ err = Console(stderr=True)
 def _before_command(ctx: typer.Context) -> None:
     command = COMMANDS.get(ctx.invoked_subcommand or "")
     if command is not None and command.runs_flows:
-        from gpucost.console import quiet_prefect_environment
 
         quiet_prefect_environment()
 
 
 def flow_output() -> None:
     """After a flow module (so Prefect) is imported: progress lines, one-line warnings, no escape codes."""
-    from gpucost.console import configure_cli_output
 
     configure_cli_output()
 
@@ -51,7 +67,6 @@ def flow_output() -> None:
 def fail(message: str, code: int = Exit.FAILED) -> None:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
     # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
-    from tasks.display import printable
 
     err.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -61,7 +76,6 @@ def check_readable(paths: list[Path] | None) -> None:
     """A missing or unreadable input is said as such, before any flow (or Prefect server) starts (exit 2)."""
     import os
 
-    from tasks.ingest.registry import irregular_file
 
     for path in paths or []:
         try:
@@ -78,8 +92,6 @@ def check_readable(paths: list[Path] | None) -> None:
 
 def check_warehouse_not_busy(code: int = Exit.BUSY) -> None:
     """Another process holding the warehouse is reported in one line, before any flow starts."""
-    from tasks.publishing.lock import check_warehouse_free
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         check_warehouse_free()
@@ -94,8 +106,6 @@ def ingest_prices_cmd(
     format: Annotated[str | None, typer.Option("--format", help="Adapter: skypilot, aws-offer, ...")] = None,
 ) -> None:
     """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
-    from tasks import config_files
-    from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 
     check_readable(paths)
     try:
@@ -105,8 +115,7 @@ def ingest_prices_cmd(
     except SourceConfigError as error:
         fail(str(error), Exit.INPUT)
     check_warehouse_not_busy()
-    from flows.ingest_prices import ingest_prices
-    from tasks.warehouse import WarehouseBusyError
+    from flows.ingest_prices import ingest_prices  # start-up time: Prefect loads only for the flow
 
     flow_output()
 
@@ -133,21 +142,15 @@ def ingest_telemetry_cmd(
     rescan: Annotated[bool, typer.Option(help="With --mlflow: read every finished run, not only new ones")] = False,
 ) -> None:
     """Read training telemetry into the warehouse (validated, quarantined, keyed by run_id)."""
-    from tasks.telemetry.mlflow_source import MlflowMappingError
-    from tasks.warehouse import WarehouseBusyError
-
     sources = None
     if mlflow:
-        try:
-            sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
-        except MlflowMappingError as error:
-            fail(str(error), Exit.INPUT)
+        sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
     elif tracking_uri or mapping or rescan:
         fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", Exit.INPUT)
     else:
         check_readable([Path(p) for p in paths or []])
     check_warehouse_not_busy()
-    from flows.ingest_telemetry import ingest_telemetry
+    from flows.ingest_telemetry import ingest_telemetry  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
@@ -164,34 +167,31 @@ def ingest_telemetry_cmd(
 
 def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
     """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
-    [[mlflow]] source in config/sources.toml that names it."""
-    from tasks import config_files
-    from tasks.telemetry.mlflow_ingest import configured_mlflow_sources
-    from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, load_mapping
+    [[mlflow]] source in config/sources.toml that names it; one that cannot be read ends the command (exit 2)."""
+    from tasks.telemetry import mlflow_ingest, mlflow_source  # start-up time: they load MLflow
 
     if not experiments:
-        raise MlflowMappingError("--mlflow needs at least one experiment name")
-    configured = {e: s for s in configured_mlflow_sources(config_files.sources()) for e in s.experiments}
+        fail("--mlflow needs at least one experiment name", Exit.INPUT)
+    configured = {e: s for s in mlflow_ingest.configured_mlflow_sources(config_files.sources()) for e in s.experiments}
     sources = []
     for experiment in experiments:
         known = configured.get(experiment)
         uri = tracking_uri or (known.tracking_uri if known else None)
         name = mapping or (known.mapping if known else None)
         if uri is None or name is None:
-            raise MlflowMappingError(
-                f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and --mapping"
-            )
-        load_mapping(name)  # an unknown mapping is reported now, in one line
-        sources.append(MlflowSource(uri, (experiment,), name))
+            fail(f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and "
+                 "--mapping", Exit.INPUT)
+        try:
+            mlflow_source.load_mapping(name)  # an unknown mapping is reported now, in one line
+        except mlflow_source.MlflowMappingError as error:
+            fail(str(error), Exit.INPUT)
+        sources.append(mlflow_source.MlflowSource(uri, (experiment,), name))
     return sources
 
 
 @app.command()
 def run() -> None:
     """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
-    from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
-    from tasks.settings import paths
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         with guarded(fail):
@@ -200,7 +200,7 @@ def run() -> None:
             with run_lock(paths().run_lock):
                 preflight("run")
                 check_warehouse_free()
-            from flows.nightly import nightly
+            from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
 
             flow_output()
             with _tracebacks_dropped():
@@ -214,8 +214,6 @@ def run() -> None:
 
 def _print_night(steps: dict[str, str]) -> None:
     """What ran, then tonight's cheapest offer per workload with its trust mark (fits 100 columns)."""
-    from tasks.ranking.offers import OfferFilter, find_offers, open_published
-    from tasks.settings import paths
 
     console = narrow_console()
     for name, outcome in steps.items():
@@ -243,13 +241,11 @@ def train() -> None:
     import sqlalchemy.exc
     from mlflow.exceptions import MlflowException
 
-    from tasks.model.tracking import connect_tracking, tracking_uri
-    from tasks.model.training import NotEnoughTelemetryError
-    from tasks.warehouse import WarehouseBusyError
+    from tasks.model import tracking, training  # start-up time: they load MLflow and scikit-learn
 
     check_warehouse_not_busy()
 
-    uri = tracking_uri()
+    uri = tracking.tracking_uri()
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
@@ -259,16 +255,16 @@ def train() -> None:
 
     try:
         # before Prefect starts: an unreachable store is reported at once, in one line
-        connect_tracking(uri)
+        tracking.connect_tracking(uri)
     except store_failures as error:
         store_failed(error)
-    from flows.train import train as train_flow
+    from flows.train import train as train_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
             outcome = train_flow()
-    except (NotEnoughTelemetryError, WarehouseBusyError) as error:
+    except (training.NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
     except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
         store_failed(error)
@@ -303,7 +299,6 @@ class _tracebacks_dropped:
         for name in self.names:
             logging.getLogger(name).removeFilter(self.filter)
         if isinstance(error, RuntimeError) and "Prefect API" in str(error):
-            from tasks.settings import paths
 
             fail(f"the Prefect API is unavailable ({' '.join(str(error).split())}); state in "
                  f"{paths().prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
@@ -313,8 +308,7 @@ class _tracebacks_dropped:
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
     check_warehouse_not_busy()
-    from flows.publish import publish as publish_flow
-    from tasks.warehouse import WarehouseBusyError
+    from flows.publish import publish as publish_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
@@ -333,10 +327,9 @@ def predict(
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
     check_readable([input])
-    from gpucost.console import configure_cli_output
 
     configure_cli_output()
-    from tasks.model.predict import NoChampionError, PredictInputError, predict_file
+    from tasks.model.predict import NoChampionError, PredictInputError, predict_file  # start-up time: MLflow
     try:
         result = predict_file(input, output)
     except PredictInputError as error:
@@ -377,8 +370,6 @@ def offers(
     """Tonight's cheapest (or fastest) offers per workload, with the interval and the telemetry behind each."""
     import duckdb
 
-    from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
-    from tasks.settings import paths
 
     if as_csv and as_json:
         fail("give --csv or --json, not both", Exit.INPUT)
@@ -424,8 +415,6 @@ def require_positive(options: dict[str, float | None]) -> None:
 @app.command()
 def workloads() -> None:
     """The workloads the nightly ranking prices (config/workloads.toml)."""
-    from tasks import config_files
-    from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 
     try:
         frame = load_workloads(config_files.workloads(), config_files.ranking())
@@ -445,8 +434,6 @@ def workloads() -> None:
 def serve() -> None:
     """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
     prefect.yaml and a worker."""
-    from gpucost.serve import ServeError
-    from gpucost.serve import serve as serve_all
 
     try:
         with guarded(fail):
@@ -469,10 +456,6 @@ def sql(
     """Query the published database (or, with --warehouse, the working one), read-only and bounded."""
     import duckdb
 
-    from tasks.preflight import duckdb_problem
-    from tasks.settings import paths
-    from tasks.sql_bounds import QueryTimeout, fetch_table, is_interrupt, write_csv
-    from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
     target = paths().warehouse if warehouse else paths().published
@@ -507,9 +490,6 @@ def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | 
     """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
     import math
 
-    from tasks import config_files
-    from tasks.settings import ConfigError
-    from tasks.sql_bounds import SqlBounds
 
     try:
         settings = config_files.settings().sql
@@ -533,10 +513,6 @@ def fetch(
     ] = None,
 ) -> None:
     """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
-    from tasks.fetch.config import check_providers, load_fetch_config
-    from tasks.publishing.lock import check_warehouse_free
-    from tasks.settings import ConfigError
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
@@ -546,7 +522,7 @@ def fetch(
         fail(str(error), Exit.INPUT)
     except WarehouseBusyError as error:
         fail(str(error), Exit.BUSY)
-    from flows.fetch_prices import fetch_prices
+    from flows.fetch_prices import fetch_prices  # start-up time: Prefect loads only for the flow
 
     try:
         report = fetch_prices(names)
@@ -567,9 +543,6 @@ def check_config(command: str | None, argv: list[str]) -> None:
     spec = COMMANDS.get(command or "")
     if spec is None or "--help" in argv:
         return
-    from tasks.config_files import check_all
-    from tasks.preflight import environment_problem
-    from tasks.settings import ConfigError
 
     try:
         # the overrides first: a config folder that is not there, a read-only home
@@ -603,14 +576,11 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
     spec = COMMANDS.get(command or "")
     if spec is None or not spec.checks_config or "--help" in argv:
         return
-    from tasks.extras import MissingExtraError, check_command, require
 
     try:
         if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
             require("aws", "the aws-spot price fetch")  # in the configured list it is skipped instead
         if configured:
-            from tasks import config_files
-            from tasks.settings import Environment
 
             check_command(command, config_files.settings().ingest.runner.kind,
                           Environment.current().mlflow_tracking_uri)
@@ -633,7 +603,6 @@ def main() -> None:
     if command in COMMANDS and COMMANDS[command].supervised and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():
-        from gpucost.processes import install_worker_handlers
 
         install_worker_handlers()
     app()

@@ -15,6 +15,7 @@ from pathlib import Path
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.processes import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks import config_files
+from tasks.ingest.registry import IngestAborted, find_aborted
 from tasks.preflight import (
     Preflight,
     PreflightError,
@@ -22,7 +23,13 @@ from tasks.preflight import (
     disk_full_file,
     disk_full_message,
 )
-from tasks.settings import paths
+from tasks.publishing.night import check_targets
+from tasks.publishing.ownership import ForeignTargetError
+from tasks.publishing.parquet import parquet_root
+from tasks.ranking.rank import NoOffersError
+from tasks.ranking.workloads import load_workloads, require_workloads
+from tasks.settings import ConfigError, paths
+from tasks.warehouse import WarehouseBusyError
 
 
 def grace_seconds() -> float:
@@ -103,15 +110,12 @@ def check_publish_targets() -> None:
     """What publish would replace (the published database, the chart, the Parquet folder) is absent or gpucost's:
     raises ForeignTargetError (exit 5) before any work."""
     # start-up time: the publishing and ranking modules load polars, MLflow; `gpucost --help` needs neither
-    from tasks.publishing.night import check_targets
-    from tasks.publishing.parquet import parquet_root
 
     check_targets(paths().published, parquet_root(config_files.ranking().publish))
 
 
 def check_workloads() -> None:
     """config/workloads.toml validated (and not empty) before any work: raises WorkloadConfigError."""
-    from tasks.ranking.workloads import load_workloads, require_workloads  # start-up time, as above
 
     require_workloads(load_workloads(config_files.workloads(), config_files.ranking()))
 
@@ -121,11 +125,6 @@ def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
     # start-up time: these modules load polars and DuckDB, which a command that fails early never needs
-    from tasks.ingest.registry import IngestAborted, find_aborted
-    from tasks.publishing.ownership import ForeignTargetError
-    from tasks.ranking.rank import NoOffersError
-    from tasks.settings import ConfigError
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         yield

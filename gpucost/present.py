@@ -11,6 +11,7 @@ from rich.table import Table
 
 from tasks.display import printable
 from tasks.sql_bounds import cell_text
+from tasks.summary import totals
 
 out = Console()
 
@@ -31,7 +32,6 @@ def print_wrapped(text: str) -> None:
 
 
 def print_totals(outcomes: list) -> None:
-    from tasks.summary import totals  # start-up time: the ingest registry loads polars and DuckDB
 
     t = totals(outcomes)
     print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
