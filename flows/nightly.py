@@ -17,9 +17,9 @@ from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
 from tasks.fetch.config import load_fetch_config
-from tasks.preflight import mlflow_problem
 from tasks.publishing.lock import check_warehouse_free, run_lock
 from tasks.settings import config_dir, paths
+from tasks.stores import mlflow_problem
 
 # What each step's failure means for tonight's publish.
 CONSEQUENCES = {

@@ -11,12 +11,12 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks import config_files
 from tasks.model.predict import load_champion
-from tasks.preflight import mlflow_problem
 from tasks.publishing.night import PublishOutcome, publish_night
 from tasks.ranking.config import Ranking
 from tasks.ranking.rank import ThroughputModel
 from tasks.reference import ReferenceFiles
 from tasks.settings import paths
+from tasks.stores import mlflow_problem
 from tasks.warehouse import warehouse
 
 

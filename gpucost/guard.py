@@ -20,7 +20,6 @@ from tasks.preflight import (
     Preflight,
     PreflightError,
     check_stores,
-    disk_full_file,
     disk_full_message,
 )
 from tasks.publishing.night import check_targets
@@ -29,6 +28,7 @@ from tasks.publishing.parquet import parquet_root
 from tasks.ranking.rank import NoOffersError
 from tasks.ranking.workloads import load_workloads, require_workloads
 from tasks.settings import ConfigError, paths
+from tasks.stores import disk_full_file
 from tasks.warehouse import WarehouseBusyError
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.preflight import disk_full_file
+from tasks.stores import disk_full_file
 from tasks.warehouse import execute
 
 # I/O errors that say the file itself is absent or unusable; any other OSError (EIO, ETIMEDOUT, ESTALE on a

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
-from tasks.preflight import mlflow_problem
+from tasks.stores import mlflow_problem
 
 MODEL_VERSION_SCHEMA: dict[str, pl.DataType] = {
     "model_name": pl.String(),
