@@ -132,3 +132,24 @@ def fresh_home(path: Path) -> Path:
     os.environ["GPUCOST_HOME"] = str(path)
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     return path
+
+
+def storage_figures(con: Any, home: Path, before_bytes: int) -> dict[str, float]:
+    """After an ingest on `con` (closed here): how much the warehouse file grew since `before_bytes` (both
+    checkpointed) and how big the landing zone is, in MB."""
+    from tasks.settings import paths
+
+    con.execute("checkpoint")
+    con.close()
+    landing = home / "landing"
+    landed = sum(p.stat().st_size for p in landing.rglob("*") if p.is_file()) if landing.exists() else 0
+    return {"warehouse_growth_mb": (paths().warehouse.stat().st_size - before_bytes) / 1e6,
+            "landed_mb": landed / 1e6}
+
+
+def checkpointed_size(con: Any) -> int:
+    """The warehouse file's size in bytes once everything so far is written into it."""
+    from tasks.settings import paths
+
+    con.execute("checkpoint")
+    return paths().warehouse.stat().st_size

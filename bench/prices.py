@@ -8,7 +8,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import STORE_FLOOR, BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.common import (
+    STORE_FLOOR,
+    BenchConfig,
+    Row,
+    checkpointed_size,
+    fresh_home,
+    run_step,
+    storage_figures,
+    timed,
+    warm_validation,
+)
 from bench.generate import write_aws_offer_csv, write_skypilot_prices
 
 SECTION = "1. price ingest (SkyPilot CSV)"
@@ -27,14 +37,20 @@ def ingest(path: str, home: str, fmt: str = "skypilot") -> dict[str, Any]:
     con = connect()
     load_reference_tables(con)
     aliases = read_aliases()
+    before_bytes = checkpointed_size(con)
     with timed() as t:
         outcome = ingest_price_file(con, PriceSource(Path(path), "aws", fmt), aliases, datetime.now(UTC))
-    con.close()
+    storage = storage_figures(con, Path(home), before_bytes)
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
     return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
             "rows_quarantined": outcome.rows_quarantined, "rows_skipped": outcome.rows_skipped,
-            "gx_import_s": gx_import_s}
+            "gx_import_s": gx_import_s, **storage}
+
+
+def storage_note(result: dict[str, Any]) -> str:
+    """Warehouse growth and landed size of a measured ingest (MB)."""
+    return (f"warehouse +{result['warehouse_growth_mb']:.1f} MB, landed {result.get('landed_mb', 0):.1f} MB")
 
 
 def run_offer(cfg: BenchConfig) -> list[Row]:
@@ -50,7 +66,7 @@ def run_offer(cfg: BenchConfig) -> list[Row]:
         OFFER_SECTION, "ingest_price_file (aws-offer CSV) vs read_csv", result["rows_read"] + result["rows_skipped"],
         result["seconds"], floor["seconds"], result["peak_mb"], floor["peak_mb"],
         f"{path.stat().st_size / 1e9:.2f} GB; {result['rows_loaded']} GPU offers loaded, "
-        f"{result['rows_skipped']} records skipped (out of scope)",
+        f"{result['rows_skipped']} records skipped (out of scope); {storage_note(result)}",
     )]
 
 
@@ -65,7 +81,7 @@ def run(cfg: BenchConfig) -> list[Row]:
         store = run_step("floors:store_file", path=str(path), database=str(cfg.work_dir / "prices" / "store.duckdb"),
                          kind="skypilot")
         note = (f"{result['rows_read']} offers ({result['rows_quarantined']} quarantined: no price); "
-                f"{path.stat().st_size / 1e6:.0f} MB")
+                f"{path.stat().st_size / 1e6:.0f} MB; {storage_note(result)}")
         rows.append(Row(SECTION, "ingest_price_file vs read_csv", n, result["seconds"], floor["seconds"],
                         result["peak_mb"], floor["peak_mb"], note))
         rows.append(Row(SECTION, f"ingest_price_file vs {STORE_FLOOR}", n, result["seconds"], store["seconds"],

@@ -7,8 +7,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import STORE_FLOOR, BenchConfig, Row, fresh_home, run_step, timed, warm_validation
+from bench.common import (
+    STORE_FLOOR,
+    BenchConfig,
+    Row,
+    checkpointed_size,
+    fresh_home,
+    run_step,
+    storage_figures,
+    timed,
+    warm_validation,
+)
 from bench.generate import write_telemetry
+from bench.prices import storage_note
 
 SECTION = "2. telemetry ingest"
 
@@ -25,13 +36,14 @@ def ingest(path: str, home: str) -> dict[str, Any]:
     con = connect()
     load_reference_tables(con)
     aliases, vocabulary = read_aliases(), load_vocabulary()
+    before_bytes = checkpointed_size(con)
     with timed() as t:
         outcome = ingest_telemetry_file(con, Path(path), aliases, datetime.now(UTC), vocabulary)
-    con.close()
+    storage = storage_figures(con, Path(home), before_bytes)
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
     return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
-            "rows_quarantined": outcome.rows_quarantined, "gx_import_s": gx_import_s}
+            "rows_quarantined": outcome.rows_quarantined, "gx_import_s": gx_import_s, **storage}
 
 
 def run(cfg: BenchConfig) -> list[Row]:
@@ -50,7 +62,7 @@ def run(cfg: BenchConfig) -> list[Row]:
                 SECTION, f"ingest_telemetry_file ({fmt}) vs read_{fmt}", n, result["seconds"], floor["seconds"],
                 result["peak_mb"], floor["peak_mb"],
                 f"{result['rows_loaded']} loaded, {result['rows_quarantined']} quarantined (no num_gpus); "
-                f"{path.stat().st_size / 1e6:.0f} MB",
+                f"{path.stat().st_size / 1e6:.0f} MB; {storage_note(result)}",
             ))
             rows.append(Row(SECTION, f"ingest_telemetry_file ({fmt}) vs {STORE_FLOOR}", n, result["seconds"],
                             store["seconds"], result["peak_mb"], store["peak_mb"],

@@ -12,6 +12,8 @@ from prefect.artifacts import create_markdown_artifact
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options, with_retries
 from tasks import config_files, progress
+from tasks.ingest.landing import apply_retention
+from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.config import PriceValidation
 from tasks.prices.ingest import PriceDataset, PriceSource, ingest_price_file, quarantine_unreadable
@@ -35,9 +37,11 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
     settings = config_files.settings()  # read once, passed to the tasks
     validation = settings.validation.prices
     ingest_file = with_retries(ingest_price_file_task, settings.prefect)
+    landing_retention = settings.ingest.landing_retention_days
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
+        recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con)
         aliases = read_aliases()
         if runner.parallel:  # read/stage/validate on the runner's workers, this flow the one writer
@@ -54,6 +58,7 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
                 progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))
+        apply_retention(con, landing_retention, ingested_at)
     report = outcomes_markdown("Price ingest", outcomes)
     create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
     print(report)

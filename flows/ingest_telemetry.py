@@ -16,6 +16,8 @@ from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
 from flows.retries import io_task_options, with_retries
 from tasks import config_files, progress
 from tasks.features import refresh_feature_table
+from tasks.ingest.landing import apply_retention
+from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
@@ -81,6 +83,7 @@ def ingest_telemetry(
     reference = settings.reference
     ingest_file = with_retries(ingest_telemetry_file_task, settings.prefect)
     with warehouse() as con:
+        recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con)
         aliases = read_aliases()
         vocabulary = load_vocabulary(telemetry)
@@ -105,6 +108,7 @@ def ingest_telemetry(
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
+        apply_retention(con, settings.ingest.landing_retention_days, ingested_at)
         feature_rows = refresh_feature_table_task(con, reference)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")

@@ -41,7 +41,7 @@ from tasks.ranking.offers import OfferFilter, find_offers, open_published, publi
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 from tasks.settings import ConfigError, Environment, paths
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
-from tasks.sql_bounds import QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
+from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
@@ -249,6 +249,14 @@ def train() -> None:
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
+        from flows.guard import min_free_mb
+
+        from tasks.preflight import EXIT_DISK_FULL, disk_full_file, disk_full_message, sqlite_path
+        from tasks.settings import paths
+
+        full = disk_full_file(error)
+        if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
+            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), EXIT_DISK_FULL)
         cause = " ".join(str(error).split()) or type(error).__name__
         fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
              f"{cause[:400]}); the champion model is unchanged")
@@ -263,11 +271,12 @@ def train() -> None:
     flow_output()
     try:
         with guarded(fail), _tracebacks_dropped():
-            outcome = train_flow()
+            try:
+                outcome = train_flow()
+            except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
+                store_failed(error)
     except (training.NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
-    except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
-        store_failed(error)
     print_wrapped(outcome.summary_line())
 
 
@@ -284,7 +293,7 @@ class _tracebacks_dropped:
     """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks, and Prefect's API
     failing to start or answer is one line (exit 1), not a traceback."""
 
-    names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine")
+    names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine", "mlflow.store.db.utils")
 
     def __enter__(self) -> None:
         import logging
@@ -467,6 +476,8 @@ def sql(
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
+    except KeyboardInterrupt:  # Ctrl-C while the database opens
+        fail(INTERRUPTED_MESSAGE, Exit.SIGINT)
     try:
         if csv:
             write_csv(con, query, bounds.timeout_seconds, sys.stdout)
@@ -477,7 +488,7 @@ def sql(
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
             raise
-        fail("interrupted: the query was stopped (Ctrl-C); nothing was changed", Exit.SIGINT)
+        fail(INTERRUPTED_MESSAGE, Exit.SIGINT)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:

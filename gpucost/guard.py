@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from typer import Exit as CommandExit
+
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.processes import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks import config_files
@@ -124,7 +126,6 @@ def check_workloads() -> None:
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
-    # start-up time: these modules load polars and DuckDB, which a command that fails early never needs
 
     try:
         yield
@@ -140,6 +141,8 @@ def guarded(fail: object) -> Iterator[None]:
         fail(str(error), Exit.DAMAGED)  # type: ignore[operator]
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
         fail(str(error), Exit.DISK_FULL)  # type: ignore[operator]
+    except CommandExit:  # the command has said its one line already (its cause would be said twice)
+        raise
     except Exception as error:
         stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
         if stopped is not None:

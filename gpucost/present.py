@@ -43,9 +43,12 @@ def print_offers(found: object, sort_by: str) -> None:
     """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
     with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
     `extrapolated`)."""
+    def shown(text: object) -> str:  # provider-supplied text: shown escaped, never obeyed (nor read as markup)
+        return escape(printable(str(text)))
+
     console = narrow_console()
     for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
-        table = Table(title=f"{name}, by {sort_by}", title_justify="left", box=None, pad_edge=False,
+        table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
                       padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("#", justify="right")
         table.add_column("offer", overflow="fold")
@@ -61,11 +64,11 @@ def print_offers(found: object, sort_by: str) -> None:
             table.add_row(
                 str(row["position_in_workload"] if sort_by == "co2"
                     else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
-                f"{row['provider']} {row['region']}\n{instances}{row['instance_type']}",
-                row["pricing"].replace("_", "-"), f"{row['gpus']}×{row['gpu']}\n{network(row)}",
+                f"{shown(row['provider'])} {shown(row['region'])}\n{instances}{shown(row['instance_type'])}",
+                shown(row["pricing"].replace("_", "-")), f"{row['gpus']}×{shown(row['gpu'])}\n{shown(network(row))}",
                 figure(row["expected_hours"]), usd(row["usd_per_mtoken"]),
                 f"{usd(row['usd_per_mtoken_low'])}-{usd(row['usd_per_mtoken_high'])}",
-                "-" if row["co2e_kg"] is None else figure(row["co2e_kg"] / 1000.0), row["trust"],
+                "-" if row["co2e_kg"] is None else figure(row["co2e_kg"] / 1000.0), shown(row["trust"]),
             )
         console.print(table)
         console.print()

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import csv
+import os
+import select
 import signal
 import threading
 from collections.abc import Iterator
@@ -24,6 +26,8 @@ import duckdb
 from tasks.display import printable
 
 BATCH_ROWS = 10_000
+CTRL_C_POLL_SECONDS = 0.05
+INTERRUPTED_MESSAGE = "interrupted: the query was stopped (Ctrl-C); nothing was changed"
 
 
 class QueryTimeout(RuntimeError):
@@ -102,27 +106,36 @@ def write_csv(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float
 
 @contextmanager
 def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Event]:
-    """Ctrl-C interrupts `con`'s running query at once. While DuckDB computes, the main thread is inside C++ and
-    Python's own SIGINT handler would run only after the query ends (never, for an endless one): SIGINT is
-    blocked here and a thread waiting for it calls `con.interrupt()`. The event says Ctrl-C came."""
+    """Ctrl-C interrupts `con`'s running query at once. While DuckDB computes, the main thread waits inside C++, so
+    Python's SIGINT handler runs only after the query ends (never, for an endless one), and the signal itself may
+    land on any of DuckDB's threads. Python's C-level handler writes the signal's number to a wakeup pipe from
+    whichever thread receives it: a thread reading that pipe calls `con.interrupt()`, and again until the block
+    ends, because DuckDB forgets an interrupt that comes before its query starts. The event says Ctrl-C came."""
     pressed = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield pressed
         return
     done = threading.Event()
-    # a SIGINT ignored by inheritance (a parent that ignores it, e.g. a script's background job) is discarded
-    # before it could be waited for: the user's Ctrl-C counts while a query runs
-    previous = signal.getsignal(signal.SIGINT)
-    if previous == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        pressed.set()
+
+    # replaces a SIGINT ignored by inheritance (a parent that ignores it, e.g. a script's background job) too:
+    # the user's Ctrl-C counts while a query runs
+    previous_handler = signal.signal(signal.SIGINT, on_ctrl_c)
+    previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
 
     def wait_for_ctrl_c() -> None:
         while not done.is_set():
-            signal.sigwait({signal.SIGINT})
-            if not done.is_set():
+            ready, _, _ = select.select([read_end], [], [], CTRL_C_POLL_SECONDS)
+            if ready and signal.SIGINT in os.read(read_end, 512):  # one byte per signal: its number
                 pressed.set()
-                con.interrupt()
+                while True:
+                    con.interrupt()
+                    if done.wait(CTRL_C_POLL_SECONDS):
+                        return
 
     waiter = threading.Thread(target=wait_for_ctrl_c, name="sql-ctrl-c", daemon=True)
     waiter.start()
@@ -130,12 +143,11 @@ def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Even
         yield pressed
     finally:
         done.set()
-        if waiter.ident is not None:
-            signal.pthread_kill(waiter.ident, signal.SIGINT)  # wakes the waiter, which sees `done` and ends
-        waiter.join(timeout=2.0)
-        if previous == signal.SIG_IGN:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        waiter.join()
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous_handler is None else previous_handler)
+        os.close(read_end)
+        os.close(write_end)
 
 
 @contextmanager

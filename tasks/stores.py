@@ -75,5 +75,7 @@ def disk_full_file(error: BaseException) -> str | None:
         if "No space left on device" in text or "File too large" in text or "Disk quota exceeded" in text:
             named = re.search(r'"([^"]+)"', text) or re.search(r"'(/[^']+)'", text)
             return named.group(1) if named else ""
+        if "database or disk is full" in text:  # SQLite's way (e.g. the MLflow store), naming no file
+            return ""
         current = current.__cause__ or current.__context__
     return None

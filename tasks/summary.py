@@ -1,10 +1,12 @@
-"""Run summaries a person reads: per file, rows loaded, quarantined by reason, skipped, notes."""
+"""Run summaries a person reads: per file, rows loaded, quarantined by reason, skipped, notes. Names and reasons come
+from the files (a provider's GPU or instance name inside a reason): shown escaped (tasks/display.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
+from tasks.display import printable
 from tasks.ingest.registry import FileOutcome
 
 
@@ -27,11 +29,11 @@ def outcome_rows(outcomes: Sequence[FileOutcome]) -> list[dict[str, object]]:
 
 def outcome_line(o: FileOutcome) -> str:
     """One file's outcome in a few words, for progress lines (file name last: the part a narrow line may cut)."""
-    name = o.source_file.rsplit("/", 1)[-1]
+    name = printable(o.source_file.rsplit("/", 1)[-1])
     if o.status == "already_ingested":
         return f"already ingested: {name}"
     if o.status == "quarantined":
-        return f"quarantined whole ({o.error or 'unreadable'}): {name}"
+        return f"quarantined whole ({printable(o.error or 'unreadable')}): {name}"
     extra = "".join(f", {n:,} {what}" for n, what in ((o.rows_quarantined, "quarantined"),
                                                        (o.rows_skipped, "skipped")) if n)
     return f"{o.rows_loaded:,} rows loaded{extra}: {name}"
@@ -69,14 +71,14 @@ def outcomes_markdown(title: str, outcomes: Sequence[FileOutcome]) -> str:
         "|---|---|---|---|---:|---:|---:|---:|---|",
     ]
     for row in outcome_rows(outcomes):
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row.values()) + " |")
+        lines.append("| " + " | ".join(printable(str(v)).replace("|", "\\|") for v in row.values()) + " |")
     if t["quarantined_by_reason"]:
         lines += ["", "## Quarantined rows by reason", ""]
-        lines += [f"- {count} × {reason}" for reason, count in t["quarantined_by_reason"].items()]
+        lines += [f"- {count} × {printable(reason)}" for reason, count in t["quarantined_by_reason"].items()]
     if t["skipped_by_reason"]:
         lines += ["", "## Skipped (out of scope) by reason", ""]
-        lines += [f"- {count} × {reason}" for reason, count in t["skipped_by_reason"].items()]
-    notes = [f"- {o.source_file.rsplit('/', 1)[-1]}: {n}" for o in outcomes for n in o.notes]
+        lines += [f"- {count} × {printable(reason)}" for reason, count in t["skipped_by_reason"].items()]
+    notes = [f"- {printable(o.source_file.rsplit('/', 1)[-1])}: {printable(n)}" for o in outcomes for n in o.notes]
     if notes:
         lines += ["", "## Notes", "", *notes]
     return "\n".join(lines) + "\n"

@@ -48,13 +48,17 @@ def query(
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Create schemas, tables and views. Every DDL file is idempotent, so this runs on every connect; a change
-    the DDL cannot make in place (a dropped constraint) is made once, in one transaction (sql/migrations)."""
+    the DDL cannot make in place (a dropped constraint; the JSON record tables moved to the landing zone,
+    tasks/ingest/landing.py) is made once, in one transaction (sql/migrations)."""
     _run_ddl(con)
     if query(con, "migrations/telemetry_runs_keyed").fetchall()[0][0]:
         with transaction(con):
             execute(con, "migrations/set_aside_keyed_telemetry_runs")
             _run_ddl(con)
             execute(con, "migrations/restore_keyed_telemetry_runs")
+    from tasks.ingest.landing import land_raw_record_tables  # the ingest layer imports this module
+
+    land_raw_record_tables(con)
 
 
 def _run_ddl(con: duckdb.DuckDBPyConnection) -> None:

@@ -73,6 +73,7 @@ SLOW_FIXTURES = {
     "prefect_harness",  # a Prefect API server
     "night",  # a whole `gpucost run`
     "states",  # the reliability suite's nights (tests/reliability/conftest.py)
+    "base_states",  # its base night alone
     "httpserver",  # the recorded provider responses served on loopback
     "postgres",  # a PostgreSQL cluster (tests/scale/conftest.py)
     "mlflow_server",

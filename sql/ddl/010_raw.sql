@@ -17,20 +17,8 @@ create table if not exists raw.ingested_files (
     primary key (dataset, content_sha256)
 );
 
--- Every price record as it came in, before normalisation (one JSON object per native record).
-create table if not exists raw.price_records (
-    content_sha256 varchar not null,
-    source_file    varchar not null,
-    source_line    bigint,              -- 1-based line (CSV/TSV) or record index (JSON) in the file
-    provider       varchar,
-    format         varchar,
-    raw_values     json
-);
-
--- Every telemetry record as it came in, all columns kept (also those outside the contract).
-create table if not exists raw.telemetry_records (
-    content_sha256 varchar not null,
-    source_file    varchar not null,
-    source_line    bigint,
-    raw_values     json
-);
+-- Where the file's bytes landed (tasks/ingest/landing.py), relative to the landing folder beside the warehouse
+-- file: <sha[:2]>/<sha><suffix>.zst (a Parquet file as is); null = nothing landed (a file registered before the
+-- landing zone and without records, or a landed file retention removed). Core and quarantine rows carry
+-- (content_sha256, source_line) back to it.
+alter table raw.ingested_files add column if not exists landed_path varchar;

@@ -1,7 +1,7 @@
 -- What `gpucost fetch` downloaded from the providers' price APIs: one row per HTTP response that
 -- arrived whole (200 saved to disk, 304 not modified, or a 200 quarantined as the wrong format).
 -- Cut or failed requests leave no row. The files may be pruned later; these rows and what was
--- ingested from the files (raw.ingested_files, raw.price_records, by content_sha256) stay.
+-- ingested from the files (raw.ingested_files, their landed copies under landing/, by content_sha256) stay.
 create table if not exists raw.downloads (
     run_id          varchar not null,      -- one fetch run (uuid)
     provider        varchar not null,      -- fetcher: azure | aws | aws-spot | gcp | skypilot

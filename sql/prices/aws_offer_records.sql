@@ -39,6 +39,7 @@ final as (
         _line                                                        as source_line,
         raw_values,
         case
+            when comma_number_reason('price', price) is not null then comma_number_reason('price', price)
             when record_kind = 'storage' then case
                 when try_cast(price as double) is null then 'storage price: no price in the source record'
                 when not isfinite(try_cast(price as double)) or try_cast(price as double) <= 0

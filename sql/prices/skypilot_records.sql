@@ -69,11 +69,7 @@ final as (
         null::double                                as usd_per_gb_month,
         _line                                       as source_line,
         raw_values,
-        -- "3,67": a decimal comma and a thousands separator cannot be told apart, so it is not read as a number
-        case when regexp_full_match(offer_text, '[0-9]+,[0-9]+')
-             then 'price ' || offer_text || ' has a comma: a decimal comma or a thousands separator, which cannot '
-                  || 'be told apart; write the price with a point and no separator (e.g. 3.67)'
-        end                                         as rejected_reason
+        comma_number_reason('price', offer_text)    as rejected_reason    -- "3,67": sql/prices/number_macros.sql
     from offers
     cross join skypilot_provider
 )

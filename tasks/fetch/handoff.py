@@ -9,6 +9,7 @@ from datetime import datetime
 import duckdb
 
 from tasks.fetch.context import FetchedFile
+from tasks.ingest.landing import recover
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.reference import load_reference_tables, read_aliases
@@ -23,6 +24,7 @@ def ingest_fetched(
         return []
     # Imported here: the ingest loads Great Expectations, which the downloads themselves never need.
 
+    recover(con)  # what a killed ingest left in the landing zone
     load_reference_tables(con)
     aliases = read_aliases()
     return [

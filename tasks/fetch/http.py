@@ -194,7 +194,21 @@ def describe(error: BaseException) -> str:
         return f"connection cut before the whole response arrived ({error}) on {_url_of(error)}"
     if isinstance(error, httpx.TransportError):
         return f"{type(error).__name__}: {error} on {_url_of(error)}"
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        return f"{error.strerror.lower()} writing {error.filename}"
     return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+@contextmanager
+def naming_the_file(target: Path) -> Iterator[None]:
+    """A write that fails says which file it was writing (a full disk's OSError names none): `target`, the file
+    the download becomes, not its temporary name."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.strerror is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(target)) from error
 
 
 def _url_of(error: httpx.TransportError) -> str:
@@ -303,7 +317,7 @@ def _attempt(
         size = 0
         head = b""
         try:
-            with open(tmp, "wb") as fh:
+            with naming_the_file(target), open(tmp, "wb") as fh:
                 # as the bytes arrive (not gathered into CHUNK_BYTES first): a trickle still meets the deadline
                 for chunk in response.iter_bytes():
                     if len(head) < SNIFF_BYTES:
@@ -349,7 +363,7 @@ def write_atomically(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
     try:
-        with open(tmp, "wb") as fh:
+        with naming_the_file(target), open(tmp, "wb") as fh:
             for chunk in chunks:
                 fh.write(chunk)
                 digest.update(chunk)

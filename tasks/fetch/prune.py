@@ -1,5 +1,5 @@
 """Delete download folders older than `keep_days`. What was ingested from them stays in the warehouse
-(raw.downloads, raw.ingested_files, raw.price_records, by content hash)."""
+(raw.downloads, raw.ingested_files and the landed copy of each ingested file, by content hash)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The one ingest lifecycle every dataset shares (lifecycle.py), the file registry (registry.py), quarantine
-(quarantine.py) and validation against the suites in expectations/ (validation.py).
+"""The one ingest lifecycle every dataset shares (lifecycle.py), the landing zone of every ingested unit's bytes
+(landing.py), the file registry (registry.py), quarantine (quarantine.py) and validation against the suites in
+expectations/ (validation.py).
 
 A dataset supplies a `lifecycle.Dataset` (tasks/prices/ingest.py, tasks/telemetry/ingest.py); callers use
 `lifecycle.ingest_file(con, dataset, FileSource(path, provider, format), ingested_at)`, or the datasets'

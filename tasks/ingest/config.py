@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from tasks import config
 from tasks.config import Count, Strict
@@ -13,7 +15,8 @@ INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run 
 
 
 class IngestRunner(Strict):
-    kind: Literal[INGEST_RUNNERS] = INGEST_RUNNERS[0]  # type: ignore[valid-type]
+    # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
+    kind: Literal[INGEST_RUNNERS] = "sequential"  # type: ignore[valid-type]
     workers: Count = 2
     threads_per_worker: Count = 1
 
@@ -26,6 +29,8 @@ class IngestRunner(Strict):
 class IngestSettings(Strict):
     memory_limit: str = "400MB"
     temp_directory: str = "duckdb_spill"
+    # landed files no current row refers to are removed this many days after their ingest; None: all kept
+    landing_retention_days: Annotated[int, Field(ge=0)] | None = None
     runner: IngestRunner = IngestRunner()
 
 

@@ -1,5 +1,6 @@
-"""One file lifecycle for every dataset: hash -> already ingested? -> read -> stage -> validate ->
-split good / quarantined -> store -> register, all inside ONE transaction (a file lands whole or not at all).
+"""One file lifecycle for every dataset: hash -> already ingested? -> landed (tasks/ingest/landing.py, before the
+transaction) -> read -> stage -> validate -> split good / quarantined -> store -> register, all inside ONE
+transaction (a file is stored whole or not at all).
 
 Two placements of the same steps: `ingest_file` runs them all on the writer's connection (the default);
 for parallel ingest, `stage_file` reads, stages and validates one file with no warehouse connection (its own
@@ -39,6 +40,7 @@ from typing import Any
 import duckdb
 
 from tasks.ingest.config import ingest_settings, ingest_spill
+from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -102,7 +104,7 @@ class FileContext:
 class Dataset(ABC):
     """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging_*` (it reads the
     reference tables, and prices read core.price_observations for the price move against history);
-    `store` is the only part that writes raw/core tables. To read and stage files in parallel, run
+    `store` is the only part that writes core tables. To read and stage files in parallel, run
     `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
     staging tables over as Parquet, and let the one writer run `stage_against_warehouse`, `combine_failures`,
     `store` and the registration in the file's transaction (`stage_file` / `apply_staged`)."""
@@ -150,8 +152,8 @@ class Dataset(ABC):
 
     @abstractmethod
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        """Store the raw records and the accepted rows (staging_file_rows without staging_file_failures).
-        Returns notes for the outcome."""
+        """Store the accepted rows (staging_file_rows without staging_file_failures) as typed rows carrying
+        (content_sha256, source_line) back to the landed file. Returns notes for the outcome."""
 
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """Notes a person should hear about the rejected rows (e.g. unknown GPU names)."""
@@ -168,19 +170,69 @@ def ingest_file(
     irregular = irregular_file(path)
     if irregular is not None:  # never read (it could be read forever), never registered
         return _quarantine_whole_file(con, dataset, outcome, irregular, ingested_at, None)
+    folder = landing_dir(con)
+    part = None
     try:
-        sha = content_sha256(path)
+        if folder is None:  # an in-memory warehouse: nothing lands
+            sha = content_sha256(path)
+        else:  # one read: the hash, and the bytes to land once the registry says they are new
+            part = read_into_part(path, folder)
+            sha = part.sha256
         size_bytes = path.stat().st_size
     except OSError as error:
+        discard(part)
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
         if is_transient(error):
             raise  # retried by the flow's task; still failing: quarantine_unreadable
         return _quarantine_whole_file(con, dataset, outcome, _unreadable(path, error), ingested_at, None)
     outcome.content_sha256 = sha
     if already_ingested(con, dataset.name, sha):
+        discard(part)
         outcome.status = "already_ingested"
         return outcome
+    if part is not None and folder is not None:
+        problem = _land_part(path, part, folder, outcome)
+        if problem is not None:
+            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
 
     return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes)
+
+
+def _land_part(path: Path, part: Part, folder: Path, outcome: FileOutcome) -> str | None:
+    """`land` for a file already read into a part file."""
+    try:
+        outcome.landed_path = land_part(part, folder).landed_path
+    except OSError as error:
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
+        if is_transient(error):
+            raise
+        return _unreadable(path, error)
+    return None
+
+
+def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> str | None:
+    """Land the file's bytes beside the warehouse (tasks/ingest/landing.py) before its transaction; sets
+    `outcome.landed_path`. Returns why the file cannot be read (quarantined for tonight, not registered), or
+    None. A transient I/O error is raised (the task retries it), the machine's failure raises IngestAborted."""
+    folder = landing_dir(con)
+    if folder is None:  # an in-memory warehouse: nothing lands
+        return None
+    try:
+        outcome.landed_path = land_file(path, folder, outcome.content_sha256).landed_path
+    except OSError as error:
+        failure = machine_failure(error)
+        if failure is not None:
+            raise aborted(path, failure) from error
+        if is_transient(error):
+            raise
+        return _unreadable(path, error)
+    except ValueError as error:  # the bytes changed since they were hashed
+        return str(error)
+    return None
 
 
 def ingest_unit(
@@ -354,6 +406,9 @@ def apply_staged(
         if already_ingested(con, dataset.name, staged_file.sha256):
             outcome.status = "already_ingested"
             return outcome
+        problem = land(con, Path(source.path), outcome)
+        if problem is not None:
+            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
         if staged_file.error is not None or staged_file.staged is None or staged_file.directory is None:
             message = staged_file.error or f"{Path(source.path).name}: staged by a worker that skipped it"
             return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)

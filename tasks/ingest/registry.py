@@ -129,6 +129,7 @@ class FileOutcome:
     quarantined_by_reason: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    landed_path: str | None = None  # where its bytes landed (tasks/ingest/landing.py), relative to the landing folder
 
 
 def already_ingested(con: duckdb.DuckDBPyConnection, dataset: str, sha256: str) -> bool:
@@ -156,5 +157,6 @@ def record_file(
             "status": outcome.status,
             "skipped_by_reason": json.dumps(outcome.skipped_by_reason),
             "ingested_at": ingested_at,
+            "landed_path": outcome.landed_path,
         },
     )

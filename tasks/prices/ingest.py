@@ -109,9 +109,6 @@ class PriceDataset(Dataset):
         return [f"unknown GPU names: {', '.join(unknown)}"] if unknown else []
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "prices/insert_raw_records", {
-            "format": file.source.format, "content_sha256": file.sha256, "source_file": file.source_file,
-        })
         execute(con, "prices/insert_observations")
         execute(con, "prices/insert_storage_prices")
         return []
@@ -120,6 +117,8 @@ class PriceDataset(Dataset):
 def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
     """Drop the staged rows identical to an earlier row of the file (sql/prices/collapse_duplicates.sql); returns
     how many were dropped."""
+    if not query(con, "prices/may_hold_identical_rows").fetchall()[0][0]:
+        return 0
     before = query(con, "prices/count_staged_rows").fetchall()[0][0]
     execute(con, "prices/collapse_duplicates")
     return before - query(con, "prices/count_staged_rows").fetchall()[0][0]

@@ -186,6 +186,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         execute(con, "prices/aws_offer_csv_view")
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
+    execute(con, "prices/number_macros")
     max_storage = (context.validation or price_validation()).max_storage_usd_per_gb_month
     execute(con, "prices/aws_offer_records", {
         "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,

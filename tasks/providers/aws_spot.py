@@ -34,6 +34,7 @@ from tasks.prices.adapter import (
     read_json,
     reference_table,
 )
+from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -119,17 +120,17 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         provider=pl.lit(context.provider),
         region=region_of_zone(pl.col("zone"), az_prefixes),
         pricing=pl.lit("spot"),
-        usd_per_hour=pl.col("price").str.strip_chars().cast(pl.Float64, strict=False),
+        usd_per_hour=number(pl.col("price")),
         currency=pl.lit("USD"),  # describe-spot-price-history prices are USD
         observed_at=pl.col("timestamp")
         .str.strip_chars()
         .str.to_datetime(time_zone="UTC", time_unit="us", strict=False),
     ).with_columns(
-        rejected_reason=pl.when(pl.col("region").is_null())
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("price")}), pl.when(pl.col("region").is_null())
         .then(pl.lit("unknown availability zone: its AZ-ID prefix is not in data/reference/aws_az_id_regions.csv"))
         .when(pl.col("gpu_name").is_null())
         .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-        .otherwise(None)
+        .otherwise(None))
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
 

@@ -44,6 +44,7 @@ from tasks.prices.adapter import (
     reference_table,
     require_columns,
 )
+from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -136,7 +137,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     is_spot = _suffix("skuName", " Spot") | _suffix("meterName", " Spot")
     is_reservation = pl.col("type") == "Reservation"
     term_years = pl.col("reservationTerm").str.extract(r"^\s*(\d+)\s+Years?\s*$").cast(pl.Float64)
-    price = pl.col("retailPrice").cast(pl.Float64, strict=False)
+    price = number(pl.col("retailPrice"))
     records = offers.with_columns(
         provider=pl.lit(context.provider),
         region=pl.col("armRegionName"),
@@ -155,7 +156,9 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         purchase_option=pl.when(is_reservation).then(pl.lit("term_total")),
         currency=pl.col("currencyCode"),
         observed_at=pl.lit(None, pl.Datetime("us", "UTC")),
-        rejected_reason=pl.when(pl.col("gpu_name").is_null())
+        rejected_reason=pl.when(comma_reason({"price": pl.col("retailPrice")}).is_not_null())
+        .then(comma_reason({"price": pl.col("retailPrice")}))
+        .when(pl.col("gpu_name").is_null())
         .then(pl.lit(NO_SHAPE))
         .when(is_reservation & term_years.is_null())
         .then(pl.format("reservation without a readable reservationTerm ({}): the term its price covers is unknown",

@@ -25,6 +25,7 @@ import polars as pl
 
 from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
 from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, empty_records, read_json
+from tasks.prices.numbers import comma_value_reason
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -84,6 +85,7 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
                 "pricing": "on_demand", "usd_per_hour": None if cents is None else cents / 100.0,
                 "currency": "USD", "observed_at": None, "source_line": index, "raw_values": raw,
                 # a missing or unreadable price is the suite's to quarantine (usd_per_hour null), with the record
+                "rejected_reason": comma_value_reason("price_cents_per_hour", spec.get("price_cents_per_hour")),
             })
     records = conform(pl.DataFrame(rows, infer_schema_length=None)) if rows else empty_records()
     return AdapterResult(records=records, skipped_by_reason=skipped)

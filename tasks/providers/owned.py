@@ -24,13 +24,14 @@ from pathlib import Path
 import polars as pl
 
 from tasks.prices.adapter import AdapterContext, AdapterResult, conform, read_csv_text, require_columns
+from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 
 REQUIRED = ("site", "gpu", "gpu_count", "usd_per_gpu_hour_amortised")
 
 
 def _num(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return number(pl.col(column))
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
@@ -62,11 +63,14 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         observed_at=pl.col("observed_at").str.strip_chars().str.to_datetime(time_zone="UTC", strict=False),
         electricity_usd_per_kwh=_num("electricity_usd_per_kwh"),
         pue=_num("pue"),
-        rejected_reason=pl.when(_num("pue") < 1)
-        .then(pl.lit("PUE below 1 is impossible (facility power cannot be less than IT power)"))
-        .when(_num("electricity_usd_per_kwh") < 0)
-        .then(pl.lit("electricity price must not be negative"))
-        .otherwise(None),
+        rejected_reason=pl.coalesce(comma_reason({
+            "usd_per_gpu_hour_amortised": pl.col("usd_per_gpu_hour_amortised"), "gpu_count": pl.col("gpu_count"),
+            "electricity_usd_per_kwh": pl.col("electricity_usd_per_kwh"), "pue": pl.col("pue")}),
+            pl.when(_num("pue") < 1)
+            .then(pl.lit("PUE below 1 is impossible (facility power cannot be less than IT power)"))
+            .when(_num("electricity_usd_per_kwh") < 0)
+            .then(pl.lit("electricity price must not be negative"))
+            .otherwise(None)),
     )
     return AdapterResult(records=conform(records))
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, reference_table
+from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 
 CYCLENERD = ("snapshot_commit_date", "machine_type", "gpu_type", "gpu_count", "vcpu", "ram_gib", "region", "hour_usd")
@@ -32,7 +33,7 @@ def _text(column: str) -> pl.Expr:
 
 
 def _num(column: str) -> pl.Expr:
-    return _text(column).cast(pl.Float64, strict=False)
+    return number(pl.col(column))
 
 
 def _timestamps(column: str) -> pl.Expr:
@@ -56,10 +57,12 @@ def parse_cyclenerd(frame: pl.DataFrame, context: AdapterContext) -> AdapterResu
         currency=pl.lit("USD"),
         observed_at=_timestamps("snapshot_commit_date"),
     )
-    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("hour_usd"))
+    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("hour_usd"),
+                                  rejected_reason=comma_reason({"price": pl.col("hour_usd")}))
     has_spot = _text("hour_spot_usd").str.len_chars() > 0 if "hour_spot_usd" in frame.columns else pl.lit(False)
     spot = base.filter(has_spot.fill_null(False)).with_columns(
-        pricing=pl.lit("spot"), usd_per_hour=_num("hour_spot_usd")
+        pricing=pl.lit("spot"), usd_per_hour=_num("hour_spot_usd"),
+        rejected_reason=comma_reason({"price": pl.col("hour_spot_usd")}),
     )
     records = pl.concat([on_demand, spot]).sort("source_line", "pricing")
     return AdapterResult(records=conform(records))
@@ -85,9 +88,9 @@ def parse_daily(frame: pl.DataFrame, context: AdapterContext, path: Path) -> Ada
         usd_per_hour=_num("price_usd"),
         currency=pl.lit("USD"),
         observed_at=_timestamps("timestamp"),
-        rejected_reason=pl.when(pl.col("gpu_name").is_null())
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("price_usd")}), pl.when(pl.col("gpu_name").is_null())
         .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-        .otherwise(None),
+        .otherwise(None)),
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
 

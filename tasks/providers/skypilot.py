@@ -34,6 +34,7 @@ from tasks.prices.adapter import (
     reference_table,
     require_columns,
 )
+from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 from tasks.warehouse import execute, query
@@ -77,7 +78,7 @@ def read_catalog(path: Path) -> pl.DataFrame:
 
 
 def _num(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return number(pl.col(column))
 
 
 def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
@@ -94,9 +95,12 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
         memory_gb=_num("MemoryGiB"),
         currency=pl.lit("USD"),
     )
-    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"))
+    on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("Price"),
+                                  rejected_reason=pl.coalesce(comma_reason({"price": pl.col("Price")}),
+                                                              pl.col("rejected_reason")))
     spot = base.filter(pl.col("SpotPrice").str.strip_chars().str.len_chars() > 0).with_columns(
-        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice")
+        pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice"),
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("SpotPrice")}), pl.col("rejected_reason")),
     )
     return pl.concat([on_demand, spot])
 
@@ -226,6 +230,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     columns.create_view("skypilot_columns", replace=True)
     execute(con, "prices/skypilot_catalog")
     execute(con, "prices/skypilot_provider", {"provider": context.provider})
+    execute(con, "prices/number_macros")
     execute(con, "prices/skypilot_records")
     offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:

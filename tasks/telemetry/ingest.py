@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from tasks.ingest.landing import land_bytes, landing_dir
 from tasks.ingest.lifecycle import (
     Dataset,
     FileContext,
@@ -208,7 +209,6 @@ class TelemetryDataset(Dataset):
         return notes
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "telemetry/insert_raw_records", {"sha": file.sha256, "source_file": file.source_file})
         execute(con, "telemetry/classify_runs",
                 {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at})
         params = {"superseded_at": file.ingested_at}
@@ -253,6 +253,10 @@ def ingest_telemetry_records(
     tasks/telemetry/mlflow_ingest.py) through the same lifecycle, registered under `outcome` (its source_file
     and content_sha256 name the unit)."""
     dataset = TelemetryDataset(aliases, vocabulary, records)
+    folder = landing_dir(con)
+    if folder is not None:  # the unit's records as read, one JSON object a line (source_line = line number)
+        text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
+        outcome.landed_path = land_bytes(text.encode(), folder, outcome.content_sha256, ".jsonl").landed_path
     file = FileContext(FileSource(Path(outcome.source_file)), outcome.content_sha256, ingested_at)
     return ingest_unit(con, dataset, file, outcome, size_bytes)
 

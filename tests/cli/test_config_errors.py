@@ -39,7 +39,7 @@ def nothing_started(root: Path) -> bool:
 
 
 HOSTILE = {
-    "bad enum value": ("settings.toml", 'kind = "threads"', 'kind = "dsak"',
+    "bad enum value": ("settings.toml", 'kind = "sequential"', 'kind = "dsak"',
                        "config/settings.toml: ingest.runner.kind: must be one of 'threads', 'sequential', 'dask' "
                        "(got 'dsak')"),
     "unknown key": ("settings.toml", "threads_per_worker = 1", "threads_per_worker = 1\nworker = 4",

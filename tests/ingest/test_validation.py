@@ -1,22 +1,28 @@
-"""The suites evaluated in DuckDB give the same failing rows and checks as Great Expectations itself.
+"""The suites evaluated in DuckDB give the same verdicts as Great Expectations itself, for every expectation type
+the suites use.
 
-Every staged row of each file of the hostile-input corpus (tests/reliability/hostile.py: every price format
-with hostile prices, telemetry with hostile values in every numeric column) is re-validated by GX: the
-ingest's own cross-check (tasks.ingest.validation.crosscheck_with_gx) compares GX's failing (row, check)
-pairs with DuckDB's and raises SuiteError on any difference. Here its sample is widened to every row.
+DuckDB alone decides during an ingest (tasks/ingest/validation.py derives one condition per expectation from the
+suite files). Here every staged row of each file of the hostile-input corpus (tests/reliability/hostile.py: every
+price format with hostile prices, telemetry with hostile values in every numeric column) is also validated by GX
+(`validation.find_failures`, a pandas batch of the same rows, the same suite file and parameters), and the failing
+(row, check) pairs must be equal, file by file.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
-from tasks.ingest import validation
+from tasks.ingest import lifecycle, validation
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.reference import read_aliases
+from tasks.settings import EXPECTATIONS_DIR
 from tasks.telemetry.ingest import ingest_telemetry_file
 from tests.conftest import PRICE_SAMPLES
 from tests.reliability.hostile import NAMED_PRICES, SEEDS, SQL_TEXT, set_prices_csv, set_prices_json
@@ -24,26 +30,53 @@ from tests.reliability.hostile import NAMED_PRICES, SEEDS, SQL_TEXT, set_prices_
 AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 TELEMETRY_SAMPLE = PRICE_SAMPLES.parent / "telemetry" / "published_benchmarks.csv"
 HOSTILE_NUMBERS = ["-5", "0", "NaN", "inf", "-inf", "1e308", "1e999", "", "x", SQL_TEXT]
+KEY = validation.ROW_KEY
+
+
+def _pairs(failures: pl.DataFrame) -> set[tuple[int, str]]:
+    """(row, check) pairs of a failures frame (checks joined by '; ' split apart: GX orders them its own way)."""
+    exploded = failures.select(KEY, pl.col("failed_check").str.split("; ")).explode("failed_check")
+    return set(zip(exploded[KEY].to_list(), exploded["failed_check"].to_list(), strict=True))
+
+
+def _types(suite: str) -> dict[str, str]:
+    """quarantine reason -> expectation type, for the suite's expectations."""
+    return {validation.describe_check(e["type"], e["kwargs"], e.get("meta") or {}): e["type"]
+            for e in json.loads((EXPECTATIONS_DIR / f"{suite}.json").read_text())["expectations"]}
+
+
+class Verdicts:
+    """Per file: rows GX saw; per expectation type: failing rows both engines found."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.failing_by_type: Counter[str] = Counter()
 
 
 @pytest.fixture
-def every_row_to_gx(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """GX re-validates every staged row; returns (rows GX saw, rows failing) per file, to show it ran."""
-    seen: list[tuple[int, int]] = []
-    real = validation.find_failures
-    monkeypatch.setattr(validation, "CROSSCHECK_ROWS", 10**9)
+def gx_beside_duckdb(monkeypatch: pytest.MonkeyPatch) -> Verdicts:
+    """After DuckDB checks a staged file, GX validates every staged row with the same suite; the pairs must match."""
+    seen = Verdicts()
+    real = lifecycle.check_staged
 
-    def counting(frame: pl.DataFrame, *args: object, **kwargs: object) -> pl.DataFrame:
-        failures = real(frame, *args, **kwargs)
-        seen.append((frame.height, failures.height))
-        return failures
+    def both(con: duckdb.DuckDBPyConnection, suite: str, parameters=None, columns=None) -> None:
+        real(con, suite, parameters, columns)
+        staged = con.table("staging_file_rows")
+        frame = staged.select(*[duckdb.ColumnExpression(c) for c in (KEY, *validation.suite_columns(suite))]).pl()
+        by_gx = validation.find_failures(frame, suite, KEY, parameters)
+        by_duckdb = con.table("staging_suite_check_rows").select(
+            duckdb.ColumnExpression(KEY), duckdb.ColumnExpression("failed_check")).pl()
+        assert _pairs(by_gx) == _pairs(by_duckdb), sorted(_pairs(by_gx) ^ _pairs(by_duckdb))[:3]
+        seen.rows.append(frame.height)
+        types = _types(suite)
+        seen.failing_by_type.update(types[check] for _, check in _pairs(by_duckdb))
 
-    monkeypatch.setattr(validation, "find_failures", counting)
+    monkeypatch.setattr(lifecycle, "check_staged", both)
     return seen
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"{s.format}:{s.sample}" for s in SEEDS])
-def test_duckdb_and_gx_fail_the_same_price_rows(seed, con, tmp_path: Path, every_row_to_gx) -> None:
+def test_duckdb_and_gx_fail_the_same_price_rows(seed, con, tmp_path: Path, gx_beside_duckdb: Verdicts) -> None:
     aliases = read_aliases()
     for index, value in enumerate(NAMED_PRICES):
         text = seed.text()
@@ -51,14 +84,14 @@ def test_duckdb_and_gx_fail_the_same_price_rows(seed, con, tmp_path: Path, every
         path = tmp_path / f"hostile-{index}{seed.suffix}"
         path.write_text(text, encoding="utf-8")
         outcome = ingest_price_file(con, PriceSource(path, seed.provider, seed.format, seed.options), aliases, AT)
-        assert outcome.status in ("loaded", "quarantined"), outcome  # a disagreement would raise SuiteError
+        assert outcome.status in ("loaded", "quarantined"), outcome
     if seed.loads_rows:
         # GX saw whole files (every staged row), and the hostile prices made rows fail
-        assert sum(rows for rows, _ in every_row_to_gx) > 0
-        assert sum(failing for _, failing in every_row_to_gx) > 0
+        assert sum(gx_beside_duckdb.rows) > 0
+        assert sum(gx_beside_duckdb.failing_by_type.values()) > 0
 
 
-def test_duckdb_and_gx_fail_the_same_telemetry_rows(con, tmp_path: Path, every_row_to_gx) -> None:
+def test_duckdb_and_gx_fail_the_same_telemetry_rows(con, tmp_path: Path, gx_beside_duckdb: Verdicts) -> None:
     sample = pl.read_csv(TELEMETRY_SAMPLE, infer_schema=False).head(20)
     numeric = ["num_gpus", "params_b", "active_params_b", "seq_len", "micro_batch", "global_batch_tokens",
                "tokens_per_sec_per_gpu", "mfu"]
@@ -76,4 +109,24 @@ def test_duckdb_and_gx_fail_the_same_telemetry_rows(con, tmp_path: Path, every_r
         # worked out from the file: every hostile cell fails a check except a positive finite number in a
         # column whose only rule is "positive" (1e308 in tokens_per_sec_per_gpu still breaks the peak check)
         assert outcome.rows_quarantined >= len(HOSTILE_NUMBERS) * len(numeric) // 2
-    assert [rows for rows, _ in every_row_to_gx] == [hostile.height, hostile.height]
+    assert gx_beside_duckdb.rows == [hostile.height, hostile.height]
+    # every expectation type of the telemetry suite failed rows, with the same verdict in both engines
+    assert set(gx_beside_duckdb.failing_by_type) == {e["type"] for e in json.loads(
+        (EXPECTATIONS_DIR / "telemetry.json").read_text())["expectations"]}
+
+
+def test_every_expectation_type_of_the_prices_suite_gets_the_same_verdict(con, tmp_path: Path,
+                                                                          gx_beside_duckdb: Verdicts) -> None:
+    lambda_seed = next(s for s in SEEDS if s.sample == "skypilot_v8_lambda_gpu.csv")
+    # a negative price fails `between`; NaN is missing: `not_be_null` fails
+    for index, value in enumerate(("-5", "NaN")):
+        path = tmp_path / f"lambda-{index}.csv"
+        path.write_text(set_prices_csv(lambda_seed.text(), lambda_seed, value), encoding="utf-8")
+        ingest_price_file(con, PriceSource(path, "lambda", "skypilot"), read_aliases(), AT)
+    # prices in euros: currency fails `in_set` (core holds USD only)
+    azure = (PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json").read_text(encoding="utf-8")
+    euros = tmp_path / "azure-eur.json"
+    euros.write_text(azure.replace('"currencyCode": "USD"', '"currencyCode": "EUR"'), encoding="utf-8")
+    ingest_price_file(con, PriceSource(euros, "azure", "azure-retail"), read_aliases(), AT)
+    assert set(gx_beside_duckdb.failing_by_type) == {e["type"] for e in json.loads(
+        (EXPECTATIONS_DIR / "prices.json").read_text())["expectations"]}

@@ -13,7 +13,7 @@ from tasks.reference import load_reference_tables, read_aliases
 
 COUNT_QUERIES = {
     "raw.ingested_files": "select count(*) from raw.ingested_files",
-    "raw.price_records": "select count(*) from raw.price_records",
+    "landed files": "select count(landed_path) from raw.ingested_files",
     "core.price_observations": "select count(*) from core.price_observations",
     "quarantine.rejected_rows": "select count(*) from quarantine.rejected_rows",
     "quarantine.rejected_files": "select count(*) from quarantine.rejected_files",

@@ -314,3 +314,45 @@ def test_owned_example_carries_energy_columns() -> None:
     assert node["usd_per_gpu_hour"] == pytest.approx(1.85)
     assert (node["electricity_usd_per_kwh"], node["pue"], node["source_line"]) == (0.21, 1.3, 5)
     assert rows.row(1, named=True)["instance_type"] == "owned-4xA100-80GB"  # default name
+
+
+def comma_message(field: str, text: str) -> str:
+    return (f"{field} {text} has a comma: a decimal comma or a thousands separator, which cannot be told apart; "
+            f"write the {field} with a point and no separator (e.g. 3.67)")
+
+
+def test_a_number_with_a_comma_is_quarantined_saying_why_in_every_format(tmp_path: Path) -> None:
+    """The formats the CLI test (tests/reliability/test_bad_night_3.py) does not feed: one price written with a
+    comma each, never read as another number."""
+    import json
+
+    from tasks.providers import lambda_cloud as lambda_api
+
+    spot = tmp_path / "spot.tsv"
+    spot.write_text("euw3-az2\tg4dn.4xlarge\tLinux/UNIX\t0,466400\t2022-05-31T18:20:41+00:00\n", encoding="utf-8")
+    azure_items = json.loads((PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json").read_text(encoding="utf-8"))
+    azure_items["Items"][0]["retailPrice"] = "1,10"
+    azure = tmp_path / "azure.json"
+    azure.write_text(json.dumps(azure_items), encoding="utf-8")
+    lam = tmp_path / "lambda.json"
+    lam.write_text(json.dumps({"data": {"gpu_1x_a100": {
+        "instance_type": {"name": "gpu_1x_a100", "description": "1x A100 (40 GB SXM4)",
+                          "gpu_description": "A100 (40 GB SXM4)", "price_cents_per_hour": "129,5",
+                          "specs": {"vcpus": 30, "memory_gib": 200, "gpus": 1}},
+        "regions_with_capacity_available": [{"name": "us-east-1", "description": "Virginia, USA"}]}}}),
+        encoding="utf-8")
+    # the offer file's in-scope g5.48xlarge row (as in the test above) priced "21,30264"
+    lines = (PRICE_SAMPLES / "aws_pricelist_ec2_offer_index_sample_v20250912225308.csv").read_text().splitlines()
+    g5 = next(line for line in lines if "g5.48xlarge" in line).replace('"Dedicated"', '"Shared"')
+    g5 = g5.replace('"SUSE"', '"Linux"').replace('"UnusedCapacityReservation"', '"Used"')
+    offer = tmp_path / "offer.csv"
+    offer.write_text("\n".join([*lines[:6], g5.replace('"21.3026400000"', '"21,3026400000"')]) + "\n")
+    cases = [
+        (aws_offer.parse(offer, ctx("aws")).records, "price", "21,3026400000"),
+        (aws_spot.parse(spot, ctx("aws")).records, "price", "0,466400"),
+        (azure_retail.parse(azure, ctx("azure")).records, "price", "1,10"),
+        (lambda_api.parse(lam, ctx("lambda")).records, "price_cents_per_hour", "129,5"),
+    ]
+    for records, field, text in cases:
+        flagged = records.filter(pl.col("rejected_reason") == comma_message(field, text))
+        assert flagged.height == 1 and flagged["usd_per_hour"].is_null().all(), (field, records)

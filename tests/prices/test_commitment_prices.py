@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tasks.ingest.landing import landed_lines
 from tasks.prices.adapter import AdapterContext
 from tasks.prices.ingest import normalise
 from tasks.providers import aws as aws_offer
@@ -115,9 +116,9 @@ def test_an_in_scope_reserved_term_lands_with_its_effective_price(con, tmp_path:
     assert row[6] == pytest.approx(0.2320776, rel=1e-6)
     assert row[7] == pytest.approx(0.2320776 / 8, rel=1e-6)
     assert row[8] == 7  # the term's first dimension: 5 preamble lines, the header, then it
-    # both dimensions are kept in raw, as one record (a JSON array)
-    [(raw,)] = con.execute("select json_array_length(raw_values) from raw.price_records").fetchall()
-    assert raw == 2
+    # the row's line in the landed file is the term's first dimension, as the file holds it
+    [(sha,)] = con.execute("select content_sha256 from core.price_observations").fetchall()
+    assert "g5.48xlarge" in landed_lines(con, sha)[7]
 
 
 @pytest.mark.parametrize(
@@ -176,7 +177,7 @@ def test_ebs_storage_prices_land_for_checkpoint_storage(con) -> None:
     # "$0.08 per GB-month of General Purpose (gp3) provisioned storage - US East (Ohio)", published 2023-03-22
     assert rows == [("aws", "us-east-2", "gp3", 0.08, datetime(2023, 3, 22, 14, 56, 51, tzinfo=UTC))]
     assert con.execute("select count(*) from core.price_observations").fetchone() == (0,)
-    assert con.execute("select count(*) from raw.price_records").fetchone() == (1,)
+    assert con.execute("select count(landed_path) from raw.ingested_files").fetchone() == (1,)
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from tasks import config_files
+from tasks.ingest.landing import landed_lines
 from tasks.sources import configured_price_sources
 from tasks.warehouse import migrate, query, warehouse
 from tests.conftest import PRICE_SAMPLES
@@ -244,8 +245,28 @@ def test_staged_rows_never_reach_the_warehouse_file_and_lines_count_from_the_hea
         migrate(fresh)
         ddl_views = fresh.execute(stored_views).fetchall()
     assert con.execute(stored_views).fetchall() == ddl_views
-    [(records, first, last, lines, doubled)] = con.execute(
-        "select count(*), min(source_line), max(source_line), count(distinct source_line), "
-        "count(*) - count(distinct source_line) from raw.price_records where source_file like '%skypilot_v8_aws%'"
-    ).fetchall()
-    assert (records, first, last, lines, doubled) == (941, 2, 495, 494, 447)
+    # the file landed whole (a header and 494 lines); each stored offer's line names its instance type
+    rows = con.execute("select content_sha256, source_line, instance_type from core.price_observations "
+                       "where source_file like '%skypilot_v8_aws%'").fetchall()
+    lines = landed_lines(con, rows[0][0])
+    assert len(lines) == 495
+    assert all(lines[line].split(",")[0] == instance_type for _, line, instance_type in rows)
+
+
+def test_identical_rows_collapse_to_the_first_and_rows_differing_in_one_value_stay() -> None:
+    from tasks.prices.ingest import collapse_duplicates
+
+    con = duckdb.connect()
+    con.execute("""create temp table staging_file_rows as select * from (values
+        (0, 2, 'p5.48xlarge', 'on_demand', 98.32, null),   -- first of three identical rows: kept
+        (1, 3, 'p5.48xlarge', 'on_demand', 98.32, null),   -- identical to row 0 (line aside): dropped
+        (2, 4, 'p5.48xlarge', 'spot',      98.32, null),   -- another pricing: kept
+        (3, 5, 'p5.48xlarge', 'on_demand', 98.32, 'a'),    -- a value where row 0 has none: kept
+        (4, 6, 'p5.48xlarge', 'on_demand', 98.32, null),   -- identical to row 0: dropped
+        (5, 7, 'p5.48xlarge', 'spot',      98.33, null),   -- another price: kept
+        (6, 8, 'p5.48xlarge', 'spot',      98.33, null)    -- identical to row 5: dropped
+    ) v(_row_id, source_line, instance_type, pricing, usd_per_hour, zone)""")
+    # 7 rows, 3 identical to an earlier one (1 and 4 of 0, 6 of 5)
+    assert collapse_duplicates(con) == 3
+    assert [r[0] for r in con.execute("select _row_id from staging_file_rows order by _row_id").fetchall()] == \
+        [0, 2, 3, 5]

@@ -163,7 +163,8 @@ def training_features() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="session")
-def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
+def base_states(tmp_path_factory: pytest.TempPathFactory) -> States:
+    """The `base` state only: what the probes of a bad night start from (tests/reliability/test_bad_night_3.py)."""
     root = tmp_path_factory.mktemp("reliability")
     s = States(work=root / "home", snapshots=root / "snapshots",
                # another seed: the steps' training on the same rows is then not identical to the base champion
@@ -181,6 +182,18 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
         driver.publish(driver.FIRST_NIGHT)
         s.snapshot("base")
         s.champion_predictions["base"] = champion_predictions(training_features())
+    # the environment is restored here, not at the session's end: later tests (other folders) must not run
+    # against the reliability config (the Dask ingest test found its sources missing)
+    return s
+
+
+@pytest.fixture(scope="session")
+def states(base_states: States) -> Iterator[States]:
+    """`base` and, for every step the crash tests interrupt, `base` + that step run uninterrupted."""
+    s = base_states
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("MLFLOW_TRACKING_URI", raising=False)
+        env.setenv("GPUCOST_HOME", str(s.work))
         env.setenv("GPUCOST_CONFIG_DIR", str(s.config))
         for step in driver.CHECKPOINTS:
             s.restore("base")
@@ -189,8 +202,6 @@ def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[States]:
             if step == "train":
                 s.champion_predictions["after-train"] = champion_predictions(training_features())
                 s.trainings["after-train"] = training_result(training_features())
-    # the environment is restored here, not at the session's end: later tests (other folders) must not run
-    # against the reliability config (the Dask ingest test found its sources missing)
     yield s
 
 

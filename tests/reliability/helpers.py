@@ -58,11 +58,6 @@ def published_checksums(path: Path) -> dict[str, tuple]:
 # recorded for it, and no layer holds rows of a file the registry does not know (a half-written file).
 WHOLE_FILE_VIOLATIONS = """
 with files as (select * from raw.ingested_files),
-raw_rows as (
-    select 'prices' as dataset, content_sha256, count(*) as n from raw.price_records group by all
-    union all
-    select 'telemetry', content_sha256, count(*) from raw.telemetry_records group by all
-),
 core_price_rows as (
     select content_sha256, count(*) as n
     from (
@@ -74,11 +69,7 @@ core_price_rows as (
 ),
 rejected as (select dataset, content_sha256, count(*) as n from quarantine.rejected_rows group by all),
 mismatch as (
-    select f.dataset, f.source_file, 'raw rows ' || coalesce(r.n, 0) || ' != rows_read ' || f.rows_read as problem
-    from files f left join raw_rows r using (dataset, content_sha256)
-    where f.status = 'loaded' and coalesce(r.n, 0) != f.rows_read
-    union all
-    select f.dataset, f.source_file, 'core rows ' || coalesce(c.n, 0) || ' != rows_loaded ' || f.rows_loaded
+    select f.dataset, f.source_file, 'core rows ' || coalesce(c.n, 0) || ' != rows_loaded ' || f.rows_loaded as problem
     from files f left join core_price_rows c using (content_sha256)
     where f.dataset = 'prices' and f.status = 'loaded' and coalesce(c.n, 0) != f.rows_loaded
     union all
@@ -88,14 +79,13 @@ mismatch as (
     union all
     select f.dataset, f.source_file, 'a quarantined file has rows in raw/core'
     from files f
-    where f.status = 'quarantined' and (
-        exists (select 1 from raw_rows r where r.dataset = f.dataset and r.content_sha256 = f.content_sha256)
-        or exists (select 1 from core_price_rows c where c.content_sha256 = f.content_sha256))
+    where f.status = 'quarantined'
+        and exists (select 1 from core_price_rows c where c.content_sha256 = f.content_sha256)
+    union all
+    select f.dataset, f.source_file, 'a read file that did not land'
+    from files f where f.landed_path is null and f.size_bytes is not null and f.source_file not like 'mlflow:%'
 ),
 orphans as (
-    select dataset, content_sha256 as source_file, 'raw rows of an unregistered file' from raw_rows
-    where (dataset, content_sha256) not in (select (dataset, content_sha256) from files)
-    union all
     select 'prices', content_sha256, 'core rows of an unregistered file' from core_price_rows
     where content_sha256 not in (select content_sha256 from files where dataset = 'prices')
     union all
@@ -111,7 +101,21 @@ select * from final
 
 
 def whole_file_violations(con: duckdb.DuckDBPyConnection) -> list[tuple]:
-    return con.sql(WHOLE_FILE_VIOLATIONS).fetchall()
+    """The rows above, and after the landing zone's recovery (what the next ingest runs first): a registry row
+    whose landed file is missing, or a landed file no registry row names."""
+    from tasks.ingest.landing import landed_files, landing_dir, recover
+
+    violations = con.sql(WHOLE_FILE_VIOLATIONS).fetchall()
+    folder = landing_dir(con)
+    if folder is None:
+        return violations
+    recover(con, folder)
+    named = {path for (path,) in con.sql(
+        "select distinct landed_path from raw.ingested_files where landed_path is not null").fetchall()}
+    on_disk = {path.relative_to(folder).as_posix() for path in landed_files(folder)}
+    violations += [("landing", path, "registered, not landed") for path in sorted(named - on_disk)]
+    violations += [("landing", path, "landed, not registered") for path in sorted(on_disk - named)]
+    return violations
 
 
 def start_child(args: list[str], env: dict[str, str], stderr: Path) -> subprocess.Popen:

@@ -22,14 +22,14 @@ from tests.reliability.conftest import States
 UNTRACEABLE_ROWS = """
 with ranking as (select row_number() over () as row_id, * from gpu_cost_ranking),
 observation as (
-    select r.row_id, count(o.source_line) as observations, count(raw.source_line) as raw_records
+    select r.row_id, count(o.source_line) as observations, count(raw.source_file) as raw_records
     from ranking r
     left join wh.core.price_observations o
         on o.source_file = r.source_file and o.source_line = r.source_line and o.provider = r.provider
         and o.region = r.region and o.instance_type = r.instance_type and o.pricing = r.pricing
         and o.usd_per_hour = r.usd_per_hour and o.gpu = r.gpu
-    left join (select distinct source_file, source_line from wh.raw.price_records) raw
-        on raw.source_file = r.source_file and raw.source_line = r.source_line
+    left join (select distinct source_file from wh.raw.ingested_files where landed_path is not null) raw
+        on raw.source_file = r.source_file  -- the line is in the landed file
     group by r.row_id
 ),
 spec as (

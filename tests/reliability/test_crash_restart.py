@@ -1,8 +1,10 @@
 """SIGKILL a real child process at named points of each step, then check what it left behind and that
 rerunning the step gives exactly the tables of an uninterrupted run.
 
-After every kill: the warehouse opens; every registered file is in whole (its raw, core and quarantine
-rows match the counts recorded for it) and no layer holds rows of an unregistered file; the published
+After every kill: the warehouse opens; every registered file is in whole (its core and quarantine
+rows match the counts recorded for it) and no layer holds rows of an unregistered file; after the landing
+zone's recovery (what the next ingest runs first) every registry row has its landed file and every landed file
+its registry row (a kill during apply leaves the file landed but not registered: recovery removes it); the published
 database is byte-for-byte the previous night's and opens; the MLflow `champion` (version 1) still loads.
 Then the step reruns in this process and every warehouse table (count and sum of row hashes) equals
 the reference state built by running the step once without interruption.

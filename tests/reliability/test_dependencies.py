@@ -40,16 +40,16 @@ def test_nightly_keeps_the_champion_when_mlflow_is_locked_and_retries_a_transien
 
     home = work_home.restore("base")
     flaky = driver.PRICES / driver.BASE_PRICE_FILES[0][0]
-    real_sha = price_ingest.content_sha256
+    real_read = price_ingest.read_into_part  # the one read of a file: its hash and its bytes to land
     calls: list[Path] = []
 
-    def sha_failing_once(path: Path) -> str:
+    def read_failing_once(path: Path, *args: object) -> object:
         calls.append(Path(path))
         if Path(path) == flaky and calls.count(flaky) == 1:
             raise OSError(errno.EIO, "Input/output error", str(path))
-        return real_sha(path)
+        return real_read(path, *args)
 
-    monkeypatch.setattr(price_ingest, "content_sha256", sha_failing_once)
+    monkeypatch.setattr(price_ingest, "read_into_part", read_failing_once)
     # The base state's prices were observed on driver.INGESTED_AT and tonight is the real date: widen the
     # stale-price limit so tonight's ranking is about the champion, not the prices' age.
     config = shutil.copytree(PROJECT_ROOT / "config", tmp_path / "config")

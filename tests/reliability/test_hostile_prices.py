@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tasks.ingest.registry import FileOutcome
-from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.prices.ingest import IDENTICAL_DUPLICATE, PriceSource, ingest_price_file
 from tasks.reference import read_aliases
 from tests.reliability.helpers import whole_file_violations
 from tests.reliability.hostile import (
@@ -66,7 +66,10 @@ def check(con: duckdb.DuckDBPyConnection, outcome: FileOutcome, path: Path) -> N
         assert con.execute("select source_file from raw.ingested_files where content_sha256 = ?", [sha]).fetchall() \
             == [(str(path),)]
         assert con.execute(INSANE_CORE_ROWS, {"sha": sha}).fetchall() == [(0,)]
-        assert outcome.rows_loaded + outcome.rows_quarantined == outcome.rows_read
+        # every record read is loaded, quarantined, or an identical duplicate of an earlier row (e.g. two rows
+        # whose unreadable dates both fall back to the ingest time), counted as skipped
+        duplicates = outcome.skipped_by_reason.get(IDENTICAL_DUPLICATE, 0)
+        assert outcome.rows_loaded + outcome.rows_quarantined + duplicates == outcome.rows_read
     # the SQL in names and values never ran: the tables it names are still there
     con.execute("select count(*) from core.price_observations").fetchall()
     con.execute("select count(*) from raw.ingested_files").fetchall()
@@ -127,3 +130,16 @@ def test_sql_in_names_and_values_is_stored_as_data(con, tmp_path: Path) -> None:
     stored = con.execute("select instance_type, source_file from core.price_observations").fetchall()
     assert stored == [(SQL_TEXT, str(path))]
     assert math.isfinite(con.execute("select usd_per_hour from core.price_observations").fetchall()[0][0])
+
+
+def test_two_rows_whose_unreadable_dates_fall_back_to_the_ingest_time_are_one_observation(con, tmp_path: Path) -> None:
+    """The example hypothesis found: dated rows whose dates cannot be read are observed at the ingest time, so
+    two of them with the same instance and price are identical rows of the file (one observation kept)."""
+    seed = next(s for s in SEEDS if s.sample.startswith("aws_p5.48xlarge"))
+    data = (b"timestamp,instance,price_usd\n2025-04-23T18:52:57,p5.48xlarge,98.32\n"
+            b"1e308,p5.48xlarge,98.32\n1e999,p5.48xlarge,98.32\n")
+    outcome, path = ingest_bytes(con, seed, data, tmp_path)
+    check(con, outcome, path)
+    # 3 records: line 2 (dated), lines 3 and 4 (both at the ingest time, otherwise equal): 2 loaded, 1 skipped
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined) == (3, 2, 0)
+    assert outcome.skipped_by_reason == {IDENTICAL_DUPLICATE: 1}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tasks.ingest.landing import landed_lines
 from tests.telemetry.helpers import SAMPLE, current_runs, ingest, rejected, sample_rows
 
 GOOD = "llm-foundry-d8cd8403c5"   # line 2: MPT-70b, 512 x H100-SXM, bf16, 1007 tokens/s/GPU
@@ -63,7 +64,8 @@ def test_each_fault_has_its_reason_and_the_good_rows_load(con, tmp_path: Path) -
     assert sorted(current_runs(con)["run_id"].to_list()) == sorted([GOOD, A100, "same"])
     assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined, outcome.rows_skipped) == (14, 3, 10, 1)
     assert current_runs(con).filter(pl.col("run_id") == "same")["source_line"].to_list() == [13]
-    assert con.sql("select count(*) from raw.telemetry_records").fetchall()[0][0] == 14
+    # every record as read is in the landed file: a header and 14 lines
+    assert len(landed_lines(con, outcome.content_sha256)) == 15
     assert outcome.notes[0] == "unknown GPU names: H100 SXM5 80GB (typo)"
 
 
@@ -93,13 +95,14 @@ def test_truncated_parquet_is_quarantined_and_the_next_file_still_loads(con, tmp
     assert con.sql("select count(*) from quarantine.rejected_files").fetchall()[0][0] == 1
 
 
-def test_columns_outside_the_contract_are_kept_in_raw_and_ignored(con, tmp_path: Path) -> None:
+def test_columns_outside_the_contract_are_kept_in_the_landed_file_and_ignored(con, tmp_path: Path) -> None:
     path = tmp_path / "extra.csv"
     sample_rows(GOOD).with_columns(cluster_name=pl.lit("north-1")).write_csv(path)
     outcome = ingest(con, path)
     assert (outcome.rows_loaded, outcome.rows_quarantined) == (1, 0)
-    raw = con.sql("select raw_values->>'cluster_name' from raw.telemetry_records").fetchall()
-    assert raw == [("north-1",)]
+    [(sha, line)] = con.sql("select content_sha256, source_line from core.telemetry_runs").fetchall()
+    lines = landed_lines(con, sha)
+    assert lines[1].endswith(",cluster_name") and lines[line].endswith(",north-1")
 
 
 def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next_file_loads(
@@ -121,9 +124,10 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
     assert (bad.status, bad.error) == ("quarantined", "cannot normalise: RuntimeError: injected fault")
     files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
     assert files == [(str(first), "cannot normalise: RuntimeError: injected fault")]
-    # nothing of the file landed: no run, no raw record; the file is registered (the same bytes are not retried)
+    # nothing of the file was stored: no run; the file is registered (the same bytes are not retried) with its
+    # landed bytes
     assert current_runs(con).height == 0
-    assert con.sql("select count(*) from raw.telemetry_records").fetchall() == [(0,)]
+    assert landed_lines(con, bad.content_sha256)[2].startswith(f"{GOOD},")
     assert con.sql("select status from raw.ingested_files where source_file = ?", params=[str(first)]).fetchall() == [
         ("quarantined",)
     ]

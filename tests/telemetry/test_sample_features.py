@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from tasks.features import build_features, refresh_feature_table
+from tasks.ingest.landing import landed_lines
 from tasks.reference import read_aliases
 from tasks.telemetry.contract import FEATURE_COLUMNS
 from tasks.telemetry.normalise import normalise_runs
@@ -37,7 +38,9 @@ def test_every_sample_row_is_a_feature_row_or_quarantined_with_its_reason(con, s
     assert bad.height == 10
     assert bad["source_line"].to_list() == list(range(274, 284))
     assert set(bad["failed_check"]) == {"expect_column_values_to_not_be_null(num_gpus): num_gpus missing"}
-    assert con.sql("select count(*) from raw.telemetry_records").fetchall()[0][0] == 336
+    # the file landed whole (a header and 336 lines); every run's and every rejected row's line is one of them
+    [(landed, sha)] = con.sql("select landed_path, content_sha256 from raw.ingested_files").fetchall()
+    assert landed.endswith(".csv.zst") and len(landed_lines(con, sha)) == 337
     assert con.sql("select count(*) from core.telemetry_runs").fetchall()[0][0] == 326
     # source_group is the repository: 216 llm-foundry rows (SOURCES.md), none of them OLMo
     groups = dict(sample_features.group_by("source_group").len().iter_rows())
