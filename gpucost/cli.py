@@ -15,7 +15,7 @@ from rich.table import Table
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.console import configure_cli_output, quiet_prefect_environment
-from gpucost.guard import guarded, is_worker, preflight, run_supervised
+from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised
 from gpucost.present import (
     narrow_console,
     out,
@@ -35,13 +35,14 @@ from tasks.display import printable
 from tasks.extras import MissingExtraError, check_command, require
 from tasks.fetch.config import check_providers, load_fetch_config
 from tasks.ingest.registry import irregular_file
-from tasks.preflight import duckdb_problem, environment_problem
+from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
 from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
 from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 from tasks.settings import ConfigError, Environment, paths
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
+from tasks.stores import disk_full_file, sqlite_path
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
@@ -249,14 +250,9 @@ def train() -> None:
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
-        from flows.guard import min_free_mb
-
-        from tasks.preflight import EXIT_DISK_FULL, disk_full_file, disk_full_message, sqlite_path
-        from tasks.settings import paths
-
         full = disk_full_file(error)
         if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
-            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), EXIT_DISK_FULL)
+            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), Exit.DISK_FULL)
         cause = " ".join(str(error).split()) or type(error).__name__
         fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
              f"{cause[:400]}); the champion model is unchanged")
