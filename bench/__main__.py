@@ -54,7 +54,7 @@ def main() -> int:
         print(f"[bench] {name} ...", flush=True)
         try:
             rows += SECTIONS[name](cfg)
-        except Exception as error:  # noqa: BLE001 - one failing section must not hide the others' figures
+        except Exception as error:  # one failing section must not hide the others' figures
             failures += 1
             traceback.print_exc()
             rows.append(Row(name, "FAILED", None, None, note=str(error).strip().splitlines()[-1][:200]))

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from tasks import config_files
+from tasks.config_files import load_config
 from tasks.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.design import tokens_per_sec
@@ -29,7 +31,7 @@ from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_d
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
 from tasks.model.training import evaluate_candidate, moe_rows, read_training_features
 from tasks.reference import load_reference_tables, read_aliases
-from tasks.settings import load_config, paths
+from tasks.settings import paths
 from tasks.sources import configured_telemetry_paths
 from tasks.telemetry.ingest import ingest_telemetry_file
 from tasks.telemetry.normalise import load_vocabulary
@@ -42,7 +44,7 @@ def bundled_features() -> pl.DataFrame:
     try:
         load_reference_tables(con)
         aliases, vocabulary, now = read_aliases(), load_vocabulary(), datetime.now(UTC)
-        for path in configured_telemetry_paths():
+        for path in configured_telemetry_paths(config_files.sources()):
             ingest_telemetry_file(con, path, aliases, now, vocabulary)
         refresh_feature_table(con)
         return read_training_features(con)
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_moe_checks(champion, data, target, config, grouping: str) -> None:  # noqa: ANN001 - bench printing
+def print_moe_checks(champion, data, target, config, grouping: str) -> None:  # bench printing
     """The worst held-out MoE runs under `grouping`, and leave-one-model-out over the MoE runs (every run of
     one MoE model held out, the model trained on all other runs)."""
     import numpy as np

@@ -36,6 +36,7 @@ def ingest(runner: str, workers: int, home: str, prefect_home: str, prices: list
     from flows.ingest_prices import ingest_prices
     from flows.ingest_telemetry import ingest_telemetry
     from tasks.prices.ingest import PriceSource
+    from tasks import config_files
     from tasks.sources import configured_price_sources, configured_telemetry_paths
 
     @flow(name="bench-noop")
@@ -43,8 +44,10 @@ def ingest(runner: str, workers: int, home: str, prefect_home: str, prices: list
         return None
 
     noop()
-    sources = configured_price_sources() if prices is None else [PriceSource(Path(p), v, f) for p, v, f in prices]
-    paths = configured_telemetry_paths() if telemetry is None else [Path(p) for p in telemetry]
+    configured = config_files.sources()
+    sources = (configured_price_sources(configured) if prices is None
+               else [PriceSource(Path(p), v, f) for p, v, f in prices])
+    paths = configured_telemetry_paths(configured) if telemetry is None else [Path(p) for p in telemetry]
     with timed() as t:
         outcomes = [*ingest_prices(sources), *ingest_telemetry(paths)]
     loaded = [o for o in outcomes if o.status == "loaded"]

@@ -40,6 +40,7 @@ def _subflow_seconds(since: datetime) -> dict[str, float]:
 def plain_steps(home: Path) -> dict[str, float]:
     """The nightly's four steps as the plain functions the flows wrap, in a fresh GPUCOST_HOME."""
     fresh_home(home)
+    from tasks import config_files
     from tasks.features import refresh_feature_table
     from tasks.model.predict import load_champion
     from tasks.model.training import read_training_features, train_and_register
@@ -56,13 +57,13 @@ def plain_steps(home: Path) -> dict[str, float]:
     with timed() as t, warehouse() as con:
         load_reference_tables(con)
         aliases = read_aliases()
-        for source in configured_price_sources():
+        for source in configured_price_sources(config_files.sources()):
             ingest_price_file(con, source, aliases, now)
     seconds["ingest_prices"] = t["s"]
     with timed() as t, warehouse() as con:
         load_reference_tables(con)
         aliases, vocabulary = read_aliases(), load_vocabulary()
-        for path in configured_telemetry_paths():
+        for path in configured_telemetry_paths(config_files.sources()):
             ingest_telemetry_file(con, path, aliases, now, vocabulary)
         refresh_feature_table(con)
     seconds["ingest_telemetry"] = t["s"]

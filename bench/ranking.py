@@ -35,7 +35,7 @@ def catalog_rows_for(offers: int) -> int:
 
 def write_config(target: Path, workloads: int) -> Path:
     """A copy of the configuration folder with `workloads` generated workloads."""
-    from tasks.settings import load_config
+    from tasks.config_files import load_config
 
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(config_dir(), target)
@@ -97,13 +97,14 @@ def floor(home: str, config: str, database: str, sql: str = "ranking_floor") -> 
     import os
 
     os.environ["GPUCOST_CONFIG_DIR"] = config
+    from tasks import config_files
     from tasks.ranking.workloads import load_workloads
     from tasks.warehouse import connect
 
     shutil.copyfile(Path(home) / "warehouse.duckdb", database)
     con = connect(Path(database))
     con.execute("drop table if exists marts.gpu_cost_ranking_history")  # not needed by the floor: less to copy
-    workloads = load_workloads()
+    workloads = load_workloads(config_files.workloads(), config_files.ranking())
     con.register("ranking_workloads", workloads)
     with timed() as t:
         con.execute(floor_sql(sql))

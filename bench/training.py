@@ -34,9 +34,9 @@ def training_features(rows: int) -> Any:
 def fit_candidate(rows: int, home: str, name: str) -> dict[str, Any]:
     """Measured step: fit one candidate once on all rows (feature building not timed)."""
     fresh_home(Path(home))
+    from tasks.config_files import load_config
     from tasks.model.candidates import build_pipeline, candidate_specs
     from tasks.model.evaluation import prepare_training_data
-    from tasks.settings import load_config
 
     data = prepare_training_data(training_features(rows))
     spec = next(s for s in candidate_specs(load_config("models")) if s.name == name)
@@ -46,8 +46,8 @@ def fit_candidate(rows: int, home: str, name: str) -> dict[str, Any]:
 
 
 def candidate_names() -> list[str]:
+    from tasks.config_files import load_config
     from tasks.model.candidates import candidate_specs
-    from tasks.settings import load_config
 
     return [s.name for s in candidate_specs(load_config("models"))]
 

@@ -25,6 +25,7 @@ def main(work: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
     os.environ["GPUCOST_HOME"] = str(home)
     from bench.generate import write_skypilot_prices, write_telemetry
+    from tasks import config_files
     from tasks.prices.ingest import PriceSource, ingest_price_file
     from tasks.reference import load_reference_tables, read_aliases
     from tasks.settings import PROJECT_ROOT
@@ -49,11 +50,11 @@ def main(work: Path) -> None:
         PriceSource(moved(s.path), s.provider, s.format,
                     {k: str(moved(Path(v))) if k.endswith(("_vms", "_path", "_file")) else v
                      for k, v in (s.options or {}).items()} or None)
-        for s in configured_price_sources()
+        for s in configured_price_sources(config_files.sources())
     ]
     for source in [*prices, PriceSource(sky, "aws", "skypilot")]:
         ingest_price_file(con, source, aliases, INGESTED_AT)
-    for path in [*map(moved, configured_telemetry_paths()), *runs]:
+    for path in [*map(moved, configured_telemetry_paths(config_files.sources())), *runs]:
         ingest_telemetry_file(con, path, aliases, INGESTED_AT)
     tables = con.table("information_schema.tables").filter(
         "table_schema in ('raw', 'core', 'quarantine') and table_type = 'BASE TABLE'"

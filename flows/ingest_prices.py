@@ -10,12 +10,12 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
-from flows.retries import io_task_options
-from tasks import config, progress
-from tasks.config import PriceValidation
+from flows.retries import io_task_options, with_retries
+from tasks import config_files, progress
 from tasks.ingest.landing import apply_retention
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.registry import FileOutcome
+from tasks.prices.config import PriceValidation
 from tasks.prices.ingest import PriceDataset, PriceSource, ingest_price_file, quarantine_unreadable
 from tasks.reference import load_reference_tables, read_aliases
 from tasks.sources import configured_price_sources
@@ -33,9 +33,11 @@ def ingest_price_file_task(
 
 @flow(name="ingest_prices", log_prints=True)
 def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]:
-    sources = sources if sources is not None else configured_price_sources()
-    validation = config.settings().validation.prices  # read once, passed to the tasks
-    landing_retention = config.settings().ingest.landing_retention_days
+    sources = sources if sources is not None else configured_price_sources(config_files.sources())
+    settings = config_files.settings()  # read once, passed to the tasks
+    validation = settings.validation.prices
+    ingest_file = with_retries(ingest_price_file_task, settings.prefect)
+    landing_retention = settings.ingest.landing_retention_days
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     with warehouse() as con:
@@ -46,12 +48,13 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
             outcomes = ingest_in_parallel(
                 con, PriceDataset(aliases, validation=validation), sources, ingested_at, runner,
                 lambda source, error: quarantine_unreadable(con, source, error, ingested_at), "ingest prices",
+                settings,
             )
         else:
             outcomes = []
             for number, source in enumerate(sources, start=1):
                 try:
-                    outcomes.append(ingest_price_file_task(con, source, aliases, ingested_at, validation))
+                    outcomes.append(ingest_file(con, source, aliases, ingested_at, validation))
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, source, error, ingested_at))
                 progress.step("ingest prices: file %d of %d: %s", number, len(sources), outcome_line(outcomes[-1]))

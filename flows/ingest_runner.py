@@ -20,22 +20,22 @@ from typing import Any
 import duckdb
 from prefect import task
 
-from flows.retries import io_task_options
-from tasks import config, progress
-from tasks.config import IngestRunner
+from flows.retries import io_task_options, with_retries
+from tasks import config_files, progress
+from tasks.config_files import Settings
 from tasks.extras import require
+from tasks.ingest.config import IngestRunner
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
 from tasks.settings import paths
 from tasks.summary import outcome_line
-from tasks.warehouse import ingest_memory_limit
 
 
 def configured_ingest_runner() -> IngestRunner:
     """[ingest.runner] of config/settings.toml, with GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS applied
-    and checked by the loader (tasks/config.py)."""
-    return config.settings().ingest.runner
+    and checked by its model (tasks/ingest/config.py)."""
+    return config_files.settings().ingest.runner
 
 
 def task_runner(runner: IngestRunner) -> Any:
@@ -77,15 +77,18 @@ def ingest_in_parallel(
     runner: IngestRunner,
     unreadable: Callable[[FileSource, BaseException], FileOutcome],
     label: str,
+    settings: Settings,
 ) -> list[FileOutcome]:
     """Stage every file on the runner's workers; apply them in order on `con`. A file still failing with an
     I/O error after its task's retries goes to `unreadable` (quarantined for tonight, as sequentially)."""
     workdir = paths().home / "staging" / uuid.uuid4().hex
-    jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(), ingest_memory_limit())
+    jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(settings.reference),
+                      settings.ingest.memory_limit)
     outcomes: list[FileOutcome] = []
     try:
         with task_runner(runner) as pool:
-            futures = [pool.submit(stage_file_task, {"job": job}) for job in jobs]
+            stage = with_retries(stage_file_task, settings.prefect)
+            futures = [pool.submit(stage, {"job": job}) for job in jobs]
             for number, (job, future) in enumerate(zip(jobs, futures, strict=True), start=1):
                 try:
                     staged = future.result()

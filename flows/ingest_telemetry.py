@@ -13,18 +13,18 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
-from flows.retries import io_task_options
-from tasks import config, progress
-from tasks.config import ReferenceFiles, TelemetryValidation
+from flows.retries import io_task_options, with_retries
+from tasks import config_files, progress
 from tasks.features import refresh_feature_table
 from tasks.ingest.landing import apply_retention
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
-from tasks.reference import load_reference_tables, read_aliases
+from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcome_line, outcomes_markdown
+from tasks.telemetry.config import TelemetryValidation
 from tasks.telemetry.ingest import DATASET, TelemetryDataset, ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
@@ -75,11 +75,13 @@ def ingest_telemetry(
     if paths or mlflow:
         paths, sources = [Path(p) for p in paths or []], list(mlflow or [])
     else:
-        configured = config.sources()
+        configured = config_files.sources()
         paths, sources = configured_telemetry_paths(configured), configured_mlflow_sources(configured)
     runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
-    telemetry, reference = config.telemetry(), config.settings().reference  # read once, passed to the tasks
+    settings, telemetry = config_files.settings(), config_files.telemetry()  # read once, passed to the tasks
+    reference = settings.reference
+    ingest_file = with_retries(ingest_telemetry_file_task, settings.prefect)
     with warehouse() as con:
         recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con)
@@ -90,13 +92,13 @@ def ingest_telemetry(
                 con, TelemetryDataset(aliases, vocabulary, validation=telemetry.validation),
                 [FileSource(p) for p in paths], ingested_at, runner,
                 lambda source, error: quarantine_unreadable(con, source.path, error, ingested_at), "ingest telemetry",
+                settings,
             )
         else:
             outcomes = []
             for number, path in enumerate(paths, start=1):
                 try:
-                    outcomes.append(ingest_telemetry_file_task(con, path, aliases, ingested_at, vocabulary,
-                                                               telemetry.validation))
+                    outcomes.append(ingest_file(con, path, aliases, ingested_at, vocabulary, telemetry.validation))
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
                 progress.step("ingest telemetry: file %d of %d: %s", number, len(paths),
@@ -106,7 +108,7 @@ def ingest_telemetry(
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
-        apply_retention(con, config.settings().ingest.landing_retention_days, ingested_at)
+        apply_retention(con, settings.ingest.landing_retention_days, ingested_at)
         feature_rows = refresh_feature_table_task(con, reference)
     report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")

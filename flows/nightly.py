@@ -16,9 +16,10 @@ from flows.ingest_prices import ingest_prices
 from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
-from tasks.preflight import mlflow_problem
+from tasks.fetch.config import load_fetch_config
 from tasks.publishing.lock import check_warehouse_free, run_lock
-from tasks.settings import paths
+from tasks.settings import config_dir, paths
+from tasks.stores import mlflow_problem
 
 # What each step's failure means for tonight's publish.
 CONSEQUENCES = {
@@ -37,8 +38,6 @@ def _failure_message(state: object) -> str:
 
 def fetch_enabled() -> bool:
     """config/fetch.toml says so; a config folder without that file (made before fetching existed) is offline."""
-    from tasks.fetch.config import load_fetch_config
-    from tasks.settings import config_dir
 
     return (config_dir() / "fetch.toml").exists() and load_fetch_config().enabled
 

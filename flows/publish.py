@@ -9,19 +9,19 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from tasks import config
-from tasks.config import Ranking, ReferenceFiles
+from tasks import config_files
+from tasks.model.predict import load_champion
 from tasks.publishing.night import PublishOutcome, publish_night
+from tasks.ranking.config import Ranking
 from tasks.ranking.rank import ThroughputModel
+from tasks.reference import ReferenceFiles
 from tasks.settings import paths
+from tasks.stores import mlflow_problem
 from tasks.warehouse import warehouse
 
 
 @task(name="load-champion", cache_policy=NO_CACHE)
 def load_champion_task() -> ThroughputModel | None:
-    from tasks.model.predict import load_champion
-    from tasks.preflight import mlflow_problem
-
     damaged = mlflow_problem(paths().mlflow_tracking_uri)
     if damaged is not None:  # no model tonight: every row says why (read_model_versions notes the file)
         print(damaged.message)
@@ -40,7 +40,7 @@ def publish_night_task(champion: ThroughputModel | None, publish_date: date, pub
 def publish(publish_date: date | None = None) -> PublishOutcome:
     published_at = datetime.now(UTC)
     publish_date = publish_date or published_at.date()
-    ranking, reference = config.ranking(), config.settings().reference  # read once, passed to the tasks
+    ranking, reference = config_files.ranking(), config_files.settings().reference  # read once, passed to the tasks
     champion = load_champion_task()
     outcome = publish_night_task(champion, publish_date, published_at, ranking, reference)
     create_table_artifact(

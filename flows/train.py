@@ -8,9 +8,9 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.retries import io_task_options
-from tasks import config
-from tasks.config import Models
+from flows.retries import io_task_options, with_retries
+from tasks import config_files
+from tasks.model.config import Models
 from tasks.model.training import TrainingOutcome, read_training_features, train_and_register
 from tasks.warehouse import warehouse
 
@@ -28,8 +28,8 @@ def train_and_register_task(features: pl.DataFrame, models: Models) -> TrainingO
 
 @flow(name="train", log_prints=True)
 def train() -> TrainingOutcome:
-    models = config.models()  # read once, passed to the task
-    features = read_training_features_task()
+    models = config_files.models()  # read once, passed to the task
+    features = with_retries(read_training_features_task, config_files.settings().prefect)()
     outcome = train_and_register_task(features, models)
     report = outcome.markdown()
     create_markdown_artifact(report, key="train-summary", description="Candidates, champion decision, coverage")

@@ -9,8 +9,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tasks import config
-from tasks.config import ReferenceFiles
+from tasks.reference import ReferenceFiles, reference_files
 from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
 from tasks.warehouse import execute, query, registered
 
@@ -36,7 +35,7 @@ def build_features(
     Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
     configured ones (`reference`, else the config file); a registered model passes the copies it carries."""
     if model_shapes is None or matmul_ceilings is None:  # a registered model passes both and reads no config
-        reference = reference or config.settings().reference
+        reference = reference or reference_files()
         model_shapes = model_shapes or str(reference.path("model_shapes"))
         matmul_ceilings = matmul_ceilings or str(reference.path("matmul_ceilings"))
     with registered(con, "feature_input", _conform(runs)):

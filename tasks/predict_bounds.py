@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tasks.config import TelemetryValidation
+from tasks.telemetry.config import TelemetryValidation
 
 ROW = "_predict_row"
 

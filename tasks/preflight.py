@@ -1,5 +1,5 @@
 """Pre-flight checks: every store a command will touch is looked at before any work starts, and each known
-failure becomes one line naming the file and the next step (exit codes: README, "Exit codes").
+failure becomes one line naming the file and the next step (its exit code: gpucost/commands.py).
 
 - free space under GPUCOST_HOME against config/settings.toml [preflight] min_free_mb;
 - the warehouse and the published database: a DuckDB file (header), and every table read whole, which
@@ -13,40 +13,23 @@ fails"). They are fatal only for the commands that need them (`gpucost sql`, `gp
 
 from __future__ import annotations
 
-import errno
-import re
 import shutil
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tasks.publishing.ownership import written_by_us
+from tasks.settings import Environment, paths
+from tasks.stores import Problem, mlflow_problem, short_cause
+from tasks.warehouse import connect, execute, query
+
 DUCKDB_MAGIC = b"DUCK"         # bytes 8..12 of every DuckDB database file
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-# Exit codes (README "Exit codes"): one place.
-EXIT_CONFIG = 2
-EXIT_BUSY = 4                  # another process holds the warehouse
-EXIT_DAMAGED = 5
-EXIT_DISK_FULL = 6
-
-
-@dataclass(frozen=True)
-class Problem:
-    store: str          # warehouse | published | mlflow | disk
-    path: str
-    message: str        # one line: what is wrong with which file, and what to do
-    exit_code: int
 
 
 class PreflightError(RuntimeError):
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem.message)
         self.problem = problem
-
-
-def _cause(error: BaseException) -> str:
-    return " ".join(str(error).split())[:200] or type(error).__name__
 
 
 def _existing_folder(path: Path) -> Path:
@@ -66,13 +49,10 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
     return Problem("disk", str(folder),
                    f"only {free:.0f} MB free under {folder}; this command needs at least {min_free_mb:.0f} MB "
                    "(config/settings.toml [preflight] min_free_mb): free space there or point GPUCOST_HOME "
-                   "at a larger disk; nothing was changed", EXIT_DISK_FULL)
+                   "at a larger disk; nothing was changed", "disk_full")
 
 
 def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
-    from tasks.publishing.ownership import written_by_us
-    from tasks.settings import paths
-
     if store == "published" and written_by_us(paths().home, path):
         step = "run `gpucost publish` to rebuild it from the warehouse"
     elif store == "published":  # publish replaces only what gpucost made (tasks/publishing/ownership.py)
@@ -81,7 +61,7 @@ def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
     else:
         step = ("restore it from a backup, or move it aside and rebuild it from your price and telemetry files "
                 "(`gpucost run` reads every file of config/sources.toml again)")
-    return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", EXIT_DAMAGED)
+    return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", "damaged")
 
 
 def duckdb_problem(path: Path, store: str) -> Problem | None:
@@ -89,7 +69,6 @@ def duckdb_problem(path: Path, store: str) -> Problem | None:
     raises tasks.warehouse.WarehouseBusyError (its own message and exit code)."""
     import duckdb
 
-    from tasks.warehouse import connect, execute, query
 
     if not path.exists():
         return None
@@ -101,53 +80,15 @@ def duckdb_problem(path: Path, store: str) -> Problem | None:
     try:
         con = connect(path, read_only=True)
     except duckdb.Error as error:
-        return _damaged_duckdb(store, path, _cause(error))
+        return _damaged_duckdb(store, path, short_cause(error))
     try:
         for (name,) in query(con, "preflight/tables").fetchall():
             execute(con, "preflight/read_table", {"name": name}).fetchall()
     except duckdb.Error as error:
-        return _damaged_duckdb(store, path, _cause(error))
+        return _damaged_duckdb(store, path, short_cause(error))
     finally:
         con.close()
     return None
-
-
-def sqlite_path(tracking_uri: str) -> Path | None:
-    return Path(tracking_uri.removeprefix("sqlite:///")) if tracking_uri.startswith("sqlite:///") else None
-
-
-def mlflow_problem(tracking_uri: str) -> Problem | None:
-    """A local SQLite MLflow store that is not SQLite or fails quick_check. A store that is only locked, a
-    remote server, or no store yet are not pre-flight problems (training reports those itself)."""
-    path = sqlite_path(tracking_uri)
-    if path is None or not path.exists():
-        return None
-    with open(path, "rb") as fh:
-        header = fh.read(16)
-    cause = None
-    if header != SQLITE_MAGIC:
-        cause = "is empty (0 bytes)" if not header else "is not an SQLite database (its header is overwritten)"
-    else:
-        try:
-            con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)
-            try:
-                result = con.execute("pragma quick_check").fetchall()
-            finally:
-                con.close()
-            if result != [("ok",)]:
-                cause = "; ".join(str(r[0]) for r in result[:3])
-        except sqlite3.OperationalError as error:
-            if "locked" in str(error):
-                return None
-            cause = _cause(error)
-        except sqlite3.DatabaseError as error:
-            cause = _cause(error)
-    if cause is None:
-        return None
-    return Problem("mlflow", str(path),
-                   f"the MLflow store {path} is damaged ({cause}); training is skipped and the ranking uses no model "
-                   "until you restore it from a backup, or move it aside (the next `gpucost train` starts a new "
-                   "registry)", EXIT_DAMAGED)
 
 
 @dataclass
@@ -184,25 +125,6 @@ def check_stores(
         if problem.store in fatal:
             raise PreflightError(problem)
     return Preflight(notes=problems)
-
-
-def disk_full_file(error: BaseException) -> str | None:
-    """When `error` (or what it wraps) is "no space left on device" (or a file-size limit), the file being
-    written if the error names one, else ''. None for any other error."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        text = str(current)
-        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-            return str(current.filename or "")
-        if "No space left on device" in text or "File too large" in text or "Disk quota exceeded" in text:
-            named = re.search(r'"([^"]+)"', text) or re.search(r"'(/[^']+)'", text)
-            return named.group(1) if named else ""
-        if "database or disk is full" in text:  # SQLite's way (e.g. the MLflow store), naming no file
-            return ""
-        current = current.__cause__ or current.__context__
-    return None
 
 
 def disk_full_message(file: str, home: Path, min_free_mb: float) -> str:
@@ -283,7 +205,6 @@ def environment_problem(writes_home: bool = True) -> str | None:
     before anything starts); None when every override set is usable. Types are checked by tasks.settings.
     `writes_home`: the command writes to the state folder, which must then be writable even when it is the default
     (./.gpucost, no GPUCOST_HOME)."""
-    from tasks.settings import Environment
 
     environment = Environment.current()
     checks: list[str | None] = []

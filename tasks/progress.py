@@ -2,7 +2,7 @@
 
 Tasks say what they are doing (`step(...)` for lines worth keeping, `tick(...)` for fine-grained ones such as a
 cross-validation fold); whoever runs them decides how to show it: the CLI prints steps as lines and shows
-ticks only on a terminal (flows/console.py); Prefect and tests just get log records."""
+ticks only on a terminal (gpucost/console.py); Prefect and tests just get log records."""
 
 from __future__ import annotations
 

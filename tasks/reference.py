@@ -4,18 +4,43 @@ that edits to the files show up the next night."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 import polars as pl
 
 from tasks import config
-from tasks.config import ReferenceFiles
+from tasks.config import Strict
+from tasks.settings import resolve_project_path
 from tasks.warehouse import execute
+
+ReferenceName = Literal["folder", "gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings", "instance_machines",
+                        "region_carbon"]
+
+
+class ReferenceFiles(Strict):
+    """config/settings.toml [reference]: every reference-data file, in one place."""
+
+    folder: str = "data/reference"   # the price adapters' lookup tables, read by file name
+    gpu_specs: str = "data/reference/gpu_specs.csv"
+    gpu_aliases: str = "data/reference/gpu_aliases.csv"
+    model_shapes: str = "data/reference/model_shapes.csv"
+    matmul_ceilings: str = "data/reference/gpu_matmul_ceilings.csv"
+    instance_machines: str = "data/reference/instance_machines.csv"
+    region_carbon: str = "data/reference/region_carbon.csv"
+
+    def path(self, name: ReferenceName) -> Path:
+        return resolve_project_path(getattr(self, name))
+
+
+def reference_files() -> ReferenceFiles:
+    """config/settings.toml [reference], for a caller that was not handed it."""
+    return config.load_section("settings", ("reference",), ReferenceFiles)
 
 
 def reference_paths(reference: ReferenceFiles | None = None) -> dict[str, Path]:
-    """config/settings.toml [reference] (or `reference`) as absolute paths."""
-    reference = reference or config.settings().reference
+    """config/settings.toml [reference] (as passed, else as configured) as absolute paths."""
+    reference = reference or reference_files()
     return {name: reference.path(name) for name in ReferenceFiles.model_fields}
 
 
@@ -27,17 +52,6 @@ def read_aliases(path: Path | None = None) -> pl.DataFrame:
     if duplicated:
         raise ValueError(f"{path}: alias listed twice: {', '.join(sorted(duplicated))}")
     return aliases
-
-
-def read_specs(path: Path | None = None) -> pl.DataFrame:
-    path = path or reference_paths()["gpu_specs"]
-    return pl.read_csv(path, infer_schema_length=None)
-
-
-def resolve_gpu(frame: pl.DataFrame, name_column: str, aliases: pl.DataFrame, out: str = "gpu") -> pl.DataFrame:
-    """Add `out`: the canonical GPU id for `name_column` (null where the alias table has no such name)."""
-    lookup = aliases.rename({"alias": name_column, "gpu": out})
-    return frame.join(lookup, on=name_column, how="left", maintain_order="left")
 
 
 # Reference tables the ranking joins (provider + instance type, provider + region): loaded where `files` names them.

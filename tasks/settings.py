@@ -1,4 +1,5 @@
-"""Where things live, and the configuration files that say how the pipeline behaves.
+"""Where things live (the state folder and what it holds, overridable by environment variables), the base of
+every config model, and how a bad value is said. The bottom layer: it imports nothing of the project.
 
 Every location has an environment override so that a deployment can point the warehouse, the MLflow
 store or the Prefect API elsewhere without touching code.
@@ -25,7 +26,35 @@ REFERENCE_DIR = DATA_DIR / "reference"
 
 class ConfigError(ValueError):
     """A configuration file or an environment override is wrong: one line naming the file (or the variable),
-    the key and what was wrong. The command line exits with code 2 (tasks.preflight.EXIT_CONFIG)."""
+    the key and what was wrong. The command line exits with code 2 (gpucost.commands.Exit.INPUT)."""
+
+
+KINDS = {
+    "int": "an integer", "float": "a number", "string": "a string", "bool": "true or false",
+    "list": "a list", "dict": "a table", "model": "a table", "model_attributes": "a table",
+}
+
+
+def what_was_wrong(error: dict[str, Any]) -> str:
+    kind, value = error["type"], error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown key (a typo?)"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        expected = str(error.get("ctx", {}).get("expected", "")).replace(" or ", ", ")
+        return f"must be one of {expected} (got {value!r})"
+    if kind == "value_error":
+        return str(error["msg"]).removeprefix("Value error, ")
+    base = kind.removesuffix("_type").removesuffix("_parsing")
+    if base in KINDS:
+        return f"must be {KINDS[base]} (got {value!r})"
+    comparisons = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
+                   "less_than_equal": "<= {le}"}
+    if kind in comparisons:
+        bounds = {k: f"{v:g}" if isinstance(v, int | float) else v for k, v in error.get("ctx", {}).items()}
+        return f"must be {comparisons[kind].format(**bounds)} (got {value!r})"
+    return f"{str(error['msg'])[:1].lower()}{str(error['msg'])[1:]} (got {value!r})"
 
 
 class Strict(BaseModel):
@@ -74,8 +103,6 @@ class Environment(BaseSettings):
         try:
             return cls()
         except ValidationError as error:
-            from tasks.config import what_was_wrong
-
             first = error.errors(include_url=False)[0]
             field = cls.model_fields.get(str(first["loc"][0]))
             variable = str(field.validation_alias) if field and field.validation_alias else \
@@ -154,15 +181,6 @@ def paths() -> Paths:
 
 def config_dir() -> Path:
     return (Environment.current().config_dir or PROJECT_ROOT / "config").resolve()
-
-
-def load_config(name: str) -> dict[str, Any]:
-    """`config/<name>.toml` (or the same file under `GPUCOST_CONFIG_DIR`) as plain tables, validated first
-    by its typed model (tasks/config.py; ConfigError in one line). New code takes the typed model instead."""
-    from tasks.config import load, read_toml
-
-    load(name)
-    return read_toml(name)
 
 
 def resolve_project_path(value: str | Path, base: Path | None = None) -> Path:

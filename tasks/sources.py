@@ -1,17 +1,50 @@
-"""The sources file (config/sources.toml): which adapter reads which price file, and which telemetry
-files the nightly run ingests."""
+"""The sources file (config/sources.toml) and its typed model: which adapter reads which price file, and
+which telemetry files and MLflow servers the nightly run ingests."""
 
 from __future__ import annotations
 
 import glob
 from pathlib import Path
+from typing import Annotated
 
-from tasks import config
-from tasks.config import Sources
+from pydantic import Field, field_validator
+
+from tasks.config import Strict
 from tasks.prices.ingest import PriceSource
 from tasks.providers import registry
 from tasks.settings import ConfigError, resolve_project_path
 
+
+class PriceEntry(Strict):
+    path: Annotated[str, Field(min_length=1)]
+    provider: Annotated[str, Field(min_length=1)]
+    format: str
+    options: dict[str, str | int | float | bool] = {}
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value not in registry.formats():
+            raise ValueError(f"must be one of {', '.join(repr(f) for f in registry.formats())} (got {value!r})")
+        return value
+
+
+class TelemetryEntry(Strict):
+    path: Annotated[str, Field(min_length=1)]
+
+
+class MlflowEntry(Strict):
+    tracking_uri: Annotated[str, Field(min_length=1)]
+    experiments: Annotated[list[str], Field(min_length=1)]
+    mapping: Annotated[str, Field(min_length=1)]
+
+
+class Sources(Strict):
+    """config/sources.toml."""
+
+    prices: list[PriceEntry] = []
+    telemetry: list[TelemetryEntry] = []
+    mlflow: list[MlflowEntry] = []
 
 class SourceConfigError(ConfigError):
     pass
@@ -23,11 +56,11 @@ def _expand(pattern: str) -> list[Path]:
     return matches or [path]  # a missing file is reported by the ingest, not hidden here
 
 
-def configured_price_sources(sources: Sources | None = None) -> list[PriceSource]:
-    """The [[prices]] entries of config/sources.toml (or `sources`), each glob expanded. Keys and formats were
-    checked when the file was read (tasks/config.py)."""
+def configured_price_sources(sources: Sources) -> list[PriceSource]:
+    """The [[prices]] entries of config/sources.toml, each glob expanded. Keys and formats were checked when
+    the file was read."""
     found: list[PriceSource] = []
-    for entry in (sources or config.sources()).prices:
+    for entry in sources.prices:
         options = {
             key: str(resolve_project_path(str(value))) if key.endswith(("_vms", "_path", "_file")) else value
             for key, value in entry.options.items()
@@ -37,7 +70,9 @@ def configured_price_sources(sources: Sources | None = None) -> list[PriceSource
     return found
 
 
-def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) -> list[PriceSource]:
+def price_sources_for(
+    paths: list[Path], provider: str | None, fmt: str | None, sources: Sources
+) -> list[PriceSource]:
     """CLI paths: with --provider/--format they say the adapter; without, the sources file must."""
     if provider and fmt:
         if fmt not in registry.formats():
@@ -45,7 +80,7 @@ def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) 
         return [PriceSource(Path(p).resolve(), provider, fmt) for p in paths]
     if provider or fmt:
         raise SourceConfigError("give both --provider and --format, or neither (then config/sources.toml decides)")
-    configured = {s.path.resolve(): s for s in configured_price_sources()}
+    configured = {s.path.resolve(): s for s in configured_price_sources(sources)}
     chosen: list[PriceSource] = []
     for p in paths:
         source = configured.get(Path(p).resolve())
@@ -58,9 +93,9 @@ def price_sources_for(paths: list[Path], provider: str | None, fmt: str | None) 
     return chosen
 
 
-def configured_telemetry_paths(sources: Sources | None = None) -> list[Path]:
+def configured_telemetry_paths(sources: Sources) -> list[Path]:
     paths: list[Path] = []
-    for entry in (sources or config.sources()).telemetry:
+    for entry in sources.telemetry:
         paths.extend(_expand(entry.path))
     return paths
 

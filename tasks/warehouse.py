@@ -14,7 +14,6 @@ from typing import Any
 
 import duckdb
 
-from tasks import config
 from tasks.settings import SQL_DIR, paths
 
 
@@ -142,11 +141,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("commit")
 
 
-def ingest_memory_limit() -> str:
-    """DuckDB's memory cap while one file is ingested (config/settings.toml [ingest] memory_limit)."""
-    return config.settings().ingest.memory_limit
-
-
 @contextmanager
 def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path) -> Iterator[None]:
     """DuckDB's memory capped at `memory_limit` for the block, spilling to `spill`; the previous cap is restored
@@ -178,19 +172,14 @@ def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 
 @contextmanager
-def ingest_limits(
-    con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, spill: Path | None = None
-) -> Iterator[None]:
-    """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder in
-    GPUCOST_HOME, so a file of any size streams through DuckDB's out-of-core operators instead of growing
-    the process. A worker staging a file away from the warehouse passes its cap and a spill folder of its own."""
-    if spill is None:
-        spill = paths().home / config.settings().ingest.temp_directory
+def ingest_limits(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path) -> Iterator[None]:
+    """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder, so a
+    file of any size streams through DuckDB's out-of-core operators instead of growing the process."""
     # the lifecycle frees the row order where it stores (tasks/ingest/lifecycle.py::_finish); the next file's
     # read needs it kept (a record's line is its row's place), so it is restored here, after commit or rollback
     [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
     try:
-        with memory_capped(con, memory_limit or ingest_memory_limit(), spill):
+        with memory_capped(con, memory_limit, spill):
             yield
     finally:
         execute(con, "common/set_insertion_order", {"preserve": preserve_order})

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from prefect import Flow
 
-from flows.serve import WORK_POOL
+from gpucost.serve import WORK_POOL
 from tasks.settings import PROJECT_ROOT
 
 DEPLOYMENTS = yaml.safe_load((PROJECT_ROOT / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]

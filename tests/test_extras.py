@@ -84,7 +84,7 @@ def gpucost_without(modules: list[str], *args: str, home: Path, **env: str) -> s
 
 
 def test_the_providers_asked_for_by_name() -> None:
-    from flows.cli import requested_providers
+    from gpucost.cli import requested_providers
 
     argv = ["fetch", "--provider", "aws", "-p", "aws-spot", "--provider=gcp"]
     assert requested_providers(argv) == ["aws", "aws-spot", "gcp"]

@@ -76,7 +76,7 @@ def command_lines() -> list[tuple[str, list[str], bool]]:
 def gpucost(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "GPUCOST_HOME": str(home)}
     return subprocess.run(
-        [sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
+        [sys.executable, "-m", "gpucost.cli", *args], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT,
         timeout=120,
     )
 
@@ -94,7 +94,7 @@ def test_the_make_targets_named_exist() -> None:
 
 
 def test_readme_lists_every_cli_subcommand() -> None:
-    from flows.cli import app, ingest_app
+    from gpucost.cli import app, ingest_app
 
     commands = {c.name or c.callback.__name__ for c in app.registered_commands}
     commands |= {f"ingest {c.name}" for c in ingest_app.registered_commands}
@@ -109,7 +109,7 @@ def test_every_command_line_shown_parses() -> None:
     import typer
     from typer.core import TyperGroup
 
-    from flows.cli import app
+    from gpucost.cli import app
 
     lines = command_lines()
     assert len(lines) >= 25  # the README's queries and offers, and the docs' train, predict, ingest, fetch, serve
@@ -124,7 +124,7 @@ def test_every_command_line_shown_parses() -> None:
             ctx = command.make_context(name, [], parent=ctx, resilient_parsing=True)
         try:
             command.make_context(ctx.info_name, rest, parent=ctx.parent, resilient_parsing=in_text).close()
-        except Exception as error:  # noqa: BLE001 - click's usage errors (typer ships its own click)
+        except Exception as error:  # click's usage errors (typer ships its own click)
             pytest.fail(f"{page}: gpucost {shlex.join(args)}: {getattr(error, 'format_message', error.__str__)()}")
 
 
@@ -185,7 +185,7 @@ def test_nightly_then_every_readme_query_returns_rows(night: Night) -> None:
     assert refused.returncode != 0 and "read-only" in refused.stderr.lower()
 
 
-def test_every_warehouse_table_named_exists(con) -> None:  # noqa: ANN001 - the migrated warehouse (tests/conftest.py)
+def test_every_warehouse_table_named_exists(con) -> None:  # the migrated warehouse (tests/conftest.py)
     tables = {f"{schema}.{name}" for schema, name in con.execute(
         "select table_schema, table_name from information_schema.tables").fetchall()}
     # and the tables a step builds when it runs (features.training_runs by the telemetry ingest)

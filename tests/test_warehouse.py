@@ -33,7 +33,7 @@ def test_reference_tables_loaded_from_shipped_files(con: duckdb.DuckDBPyConnecti
     assert aliases == {"RTX6000": "Quadro-RTX-6000", "rtx6000": "RTX-PRO-6000-Server"}
 
 
-def test_a_second_writer_gets_a_clear_busy_error(tmp_path, con) -> None:  # noqa: ANN001
+def test_a_second_writer_gets_a_clear_busy_error(tmp_path, con) -> None:
     import subprocess
     import sys
 
@@ -50,7 +50,7 @@ def test_a_second_writer_gets_a_clear_busy_error(tmp_path, con) -> None:  # noqa
         connect(tmp_path / "nowhere.duckdb", read_only=True)
 
 
-def test_a_warehouse_made_with_the_run_id_key_loses_it_and_keeps_its_runs(tmp_path) -> None:  # noqa: ANN001
+def test_a_warehouse_made_with_the_run_id_key_loses_it_and_keeps_its_runs(tmp_path) -> None:
     # Warehouses made before core.telemetry_runs lost its primary key (sql/ddl/040_core_telemetry.sql) had
     # `run_id varchar not null primary key`; the rows must survive the rebuild, with the columns as defined now.
     from tasks.warehouse import SQL_DIR

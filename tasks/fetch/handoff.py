@@ -9,7 +9,10 @@ from datetime import datetime
 import duckdb
 
 from tasks.fetch.context import FetchedFile
+from tasks.ingest.landing import recover
 from tasks.ingest.registry import FileOutcome
+from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.reference import load_reference_tables, read_aliases
 
 
 def ingest_fetched(
@@ -20,9 +23,6 @@ def ingest_fetched(
     if not files:
         return []
     # Imported here: the ingest loads Great Expectations, which the downloads themselves never need.
-    from tasks.ingest.landing import recover
-    from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
 
     recover(con)  # what a killed ingest left in the landing zone
     load_reference_tables(con)

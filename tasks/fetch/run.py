@@ -89,7 +89,7 @@ def fetch_provider(run: FetchRun, provider: str) -> ProviderResult:
             fetcher = registry.provider(provider).fetch
             assert fetcher is not None, f"{provider} has no fetcher (FetchConfig lists fetchable providers only)"
             fetcher(context, result)
-        except Exception as error:  # noqa: BLE001 - one provider failing never blocks the others
+        except Exception as error:  # one provider failing never blocks the others
             result.errors.append(describe(error))
     result.seconds = time.perf_counter() - started
     return result

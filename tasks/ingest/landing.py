@@ -147,7 +147,7 @@ def land_bytes(data: bytes, folder: Path, sha256: str, suffix: str) -> Landed:
     return Landed(sha256, len(data), relative)
 
 
-def _copy(source, sink, digest) -> int:  # noqa: ANN001 - a binary file and a pyarrow or Python sink
+def _copy(source, sink, digest) -> int:
     size = 0
     while chunk := source.read(CHUNK_BYTES):
         digest.update(chunk)

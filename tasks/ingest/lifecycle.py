@@ -39,6 +39,7 @@ from typing import Any
 
 import duckdb
 
+from tasks.ingest.config import ingest_settings, ingest_spill
 from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
@@ -241,12 +242,12 @@ def ingest_unit(
     `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
     has checked the registry."""
     try:
-        with ingest_limits(con):
+        with ingest_limits(con, ingest_settings().memory_limit, ingest_spill()):
             con.execute("begin transaction")
             try:
                 try:
                     staged = dataset.read_and_stage(con, file)
-                except Exception as error:  # noqa: BLE001 - a read failure quarantines the file, the night goes on
+                except Exception as error:  # a read failure quarantines the file, the night goes on
                     raise_unless_content(error, file.source.path)
                     con.execute("rollback")
                     return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
@@ -367,7 +368,7 @@ def stage_file(job: StageJob) -> StagedFile:
             with ingest_limits(con, memory_limit=job.memory_limit, spill=directory / "spill"):
                 try:
                     staged = dataset.read_and_stage(con, file)
-                except Exception as error:  # noqa: BLE001 - the file is quarantined whole by the writer
+                except Exception as error:  # the file is quarantined whole by the writer
                     raise_unless_content(error, path)
                     shutil.rmtree(directory, ignore_errors=True)
                     return StagedFile(job.source, sha, size_bytes, error=_read_error(dataset, file, error))
@@ -413,7 +414,7 @@ def apply_staged(
             return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)
         file = FileContext(source, staged_file.sha256, ingested_at)
         try:
-            with ingest_limits(con), transaction(con):
+            with ingest_limits(con, ingest_settings().memory_limit, ingest_spill()), transaction(con):
                 for name in HANDED_OVER:
                     con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
                         f"handed_over_{name}", replace=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from tasks.stores import disk_full_file
 from tasks.warehouse import execute
 
 # I/O errors that say the file itself is absent or unusable; any other OSError (EIO, ETIMEDOUT, ESTALE on a
@@ -48,7 +49,6 @@ def machine_failure(error: BaseException) -> str | None:
     (see NO_ROOM_ERRNOS, MemoryError, DuckDB's out-of-memory and I/O errors); None otherwise."""
     import duckdb
 
-    from tasks.preflight import disk_full_file
 
     seen: set[int] = set()
     current: BaseException | None = error

@@ -38,7 +38,7 @@ def load_suite_definition(name: str) -> dict[str, Any]:
 
 
 @cache
-def _batch_definition():  # noqa: ANN202 - GX types are heavy to import at module level
+def _batch_definition():  # GX types are heavy to import at module level
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -184,15 +184,6 @@ def suite_expectations(suite_name: str, columns: Callable[[str], bool] | None = 
 
 def suite_columns(suite_name: str, columns: Callable[[str], bool] | None = None) -> list[str]:
     return sorted({e["kwargs"]["column"] for e in suite_expectations(suite_name, columns) if "column" in e["kwargs"]})
-
-
-def validate_staged(
-    con: duckdb.DuckDBPyConnection, suite_name: str, parameters: dict[str, Any] | None = None
-) -> None:
-    """Evaluate the whole suite over `staging_file_rows` into `staging_suite_failures` (_row_id, failed_check:
-    the failed checks of the row joined by '; ' in suite order)."""
-    check_staged(con, suite_name, parameters)
-    collect_suite_failures(con)
 
 
 def check_staged(

@@ -17,7 +17,11 @@ from typing import Any
 import pandas as pd
 import polars as pl
 
+from tasks.features import build_features
+from tasks.reference import load_reference_tables, read_aliases, reference_paths
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
+from tasks.telemetry.normalise import load_vocabulary, normalise_runs
+from tasks.warehouse import connect
 
 # What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
 PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
@@ -33,7 +37,6 @@ REFERENCE_FILES = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings"
 
 def configured_reference_files() -> dict[str, Path]:
     """The reference files config/settings.toml [reference] names (what training joined)."""
-    from tasks.reference import reference_paths
 
     paths = reference_paths()
     return {name: paths[name] for name in REFERENCE_FILES}
@@ -73,7 +76,6 @@ class ContractFeatures:
     @classmethod
     def configured(cls) -> ContractFeatures:
         """The configured vocabulary and reference files (what a training joins its telemetry with)."""
-        from tasks.telemetry.normalise import load_vocabulary
 
         return cls(vocabulary=load_vocabulary(), files={k: str(v) for k, v in configured_reference_files().items()})
 
@@ -82,10 +84,6 @@ class ContractFeatures:
 
     def build(self, rows: pl.DataFrame) -> tuple[pl.DataFrame, list[str | None]]:
         """Feature rows (build_features output, in input order) and why each row cannot be scored (None: it can)."""
-        from tasks.features import build_features
-        from tasks.reference import load_reference_tables, read_aliases
-        from tasks.telemetry.normalise import normalise_runs
-        from tasks.warehouse import connect
 
         files = {name: Path(path) for name, path in self.files.items()}
         vocabulary = {k: dict(v) for k, v in self.vocabulary.items()}

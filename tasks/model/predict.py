@@ -36,6 +36,8 @@ from tasks.model.tracking import (
     version_by_alias,
     was_champion,
 )
+from tasks.predict_bounds import score_within_bounds
+from tasks.telemetry.config import telemetry_config
 
 log = logging.getLogger("gpucost.predict")
 
@@ -119,7 +121,7 @@ def load_champion(tracking_uri_: str | None = None) -> Champion | None:
     try:
         tracking = connect_tracking(uri, create_experiment=False)
         champion = version_by_alias(tracking.client, CHAMPION)
-    except Exception as error:  # noqa: BLE001 - contract: an unreadable registry is "no champion"
+    except Exception as error:  # contract: an unreadable registry is "no champion"
         log.warning("champion of %s at %s cannot be loaded: %s", REGISTERED_MODEL, uri, error)
         return None
     if champion is None:
@@ -128,19 +130,19 @@ def load_champion(tracking_uri_: str | None = None) -> Champion | None:
     try:
         pyfunc, model = _load_version(broken)
         return Champion(version=broken, pyfunc=pyfunc, model=model, alias_version=broken)
-    except Exception as error:  # noqa: BLE001 - any failure to load is handled by falling back
+    except Exception as error:  # any failure to load is handled by falling back
         first_error = error
     try:
         candidates = fallback_order(
             list(tracking.client.search_model_versions(f"name = '{REGISTERED_MODEL}'")), broken)
-    except Exception as error:  # noqa: BLE001 - contract: never raise for a champion that cannot load
+    except Exception as error:  # contract: never raise for a champion that cannot load
         log.warning("champion of %s at %s cannot be loaded: v%s: %s; listing other versions failed: %s",
                     REGISTERED_MODEL, uri, broken, first_error, error)
         return None
     for version in candidates:
         try:
             pyfunc, model = _load_version(str(version.version))
-        except Exception:  # noqa: BLE001 - try the next one
+        except Exception:  # try the next one
             continue
         kind = "former champion" if was_champion(version) else "newest earlier version that loads"
         reason = (f"champion v{broken} of {REGISTERED_MODEL} cannot be loaded ({first_error}); "
@@ -206,8 +208,6 @@ def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
 def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_: str | None = None) -> pl.DataFrame:
     """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with,
     PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
-    from tasks import config
-    from tasks.predict_bounds import score_within_bounds
 
     rows = read_rows(Path(input_path))
     check_prediction_columns(rows, Path(input_path))
@@ -217,7 +217,7 @@ def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_:
     if champion is None:
         raise NoChampionError(f"no `{CHAMPION}` version of registered model `{REGISTERED_MODEL}` in "
                               f"{tracking_uri(tracking_uri_)}: run `gpucost train` (or `gpucost run`) first")
-    result = score_within_bounds(rows, config.telemetry().validation, lambda inside: predict_rows(inside, champion),
+    result = score_within_bounds(rows, telemetry_config().validation, lambda inside: predict_rows(inside, champion),
                                  OUTPUT_COLUMNS, UNSCORED_REASON)
     write_rows(result, Path(output_path))
     return result

@@ -35,9 +35,9 @@ from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
-from tasks import config as project_config
 from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
+from tasks.model.config import Models, models_config
 from tasks.model.contract_rows import ContractFeatures, files_digest
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
@@ -211,7 +211,7 @@ def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> fl
 def extrapolation_flagger(icfg: Mapping[str, Any]) -> Flagger:
     """Flags of held-out rows relative to a fold's training rows, exactly as `gpucost predict` flags new rows
     relative to all training rows (TrainingCoverage.flags)."""
-    min_moe_rows = int(icfg.get("min_moe_rows", 30))
+    min_moe_rows = int(icfg["min_moe_rows"])
 
     def flag(train: pd.DataFrame, test: pd.DataFrame) -> list[str]:
         seen = test["gpu"].isin(set(train["gpu"].dropna().astype(str))).to_numpy()
@@ -228,9 +228,9 @@ def configuration_groups(frame: pd.DataFrame) -> np.ndarray:
 
 
 def calibration_settings(icfg: Mapping[str, Any]) -> dict[str, float]:
-    return {"min_flag_rows": int(icfg.get("min_flag_rows", 20)),
-            "default_widening": float(icfg.get("widen_factor", 1.5)),
-            "residual_floor": float(icfg.get("residual_floor", 0.01))}
+    return {"min_flag_rows": int(icfg["min_flag_rows"]),
+            "default_widening": float(icfg["widen_factor"]),
+            "residual_floor": float(icfg["residual_floor"])}
 
 
 def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[str, list[Fold]],
@@ -246,7 +246,7 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
     if with_intervals:
         level = float(icfg["level"])
         known = cross_validate(spec, data, "configuration",
-                               grouped_folds(configuration_groups(data.frame), int(icfg.get("known_folds", 5))),
+                               grouped_folds(configuration_groups(data.frame), int(icfg["known_folds"])),
                                target, flagger)
         rows = np.arange(data.rows)
         pool = CalibrationPool.concat([(r.residuals(data), rows, r.flags) for r in (*cv.values(), known)])
@@ -388,13 +388,13 @@ def decide_promotion(best: CandidateEvaluation, champion: Any, champion_score: f
     if best.score <= needed:
         return PromotionDecision(True, f"promoted: {figures}", version, champion_score)
     same_spec = champion.tags.get(TAG_SPEC) == best.spec.to_json()
-    if same_spec and rule.get("promote_refit_on_new_data", False) and champion.tags.get(TAG_DIGEST) != data.digest:
+    if same_spec and rule["promote_refit_on_new_data"] and champion.tags.get(TAG_DIGEST) != data.digest:
         return PromotionDecision(True, f"promoted as a refit of the champion's own spec on new training data "
                                        f"({figures})", version, champion_score)
     # same spec, same rows, yet not the champion's fingerprint: the reference files or vocabulary the model carries
     # (e.g. a GPU added to gpu_specs.csv, which no training row changes) or its settings changed; the champion
     # would keep predicting with the old ones
-    if (same_spec and rule.get("promote_refit_on_new_data", False) and fingerprint is not None
+    if (same_spec and rule["promote_refit_on_new_data"] and fingerprint is not None
             and champion.tags.get(TAG_FINGERPRINT) != fingerprint):
         return PromotionDecision(True, f"promoted as a refit of the champion's own spec with changed reference "
                                        f"data or settings ({figures})", version, champion_score)
@@ -417,8 +417,8 @@ def fit_model(best: CandidateEvaluation, data: TrainingData, target: TargetSpec,
     inside, unseen_gpu = conformal.half_width(["", "unseen_gpu"])
     intervals = IntervalOffsets(level=conformal.level, seen_low=-float(inside), seen_high=float(inside),
                                 unseen_low=-float(unseen_gpu), unseen_high=float(unseen_gpu))
-    coverage = TrainingCoverage.of_training(data.frame, int(icfg.get("min_moe_rows", 30)),
-                                            float(icfg.get("widen_factor", 1.5)))
+    coverage = TrainingCoverage.of_training(data.frame, int(icfg["min_moe_rows"]),
+                                            float(icfg["widen_factor"]))
     return TokenEfficiencyModel(pipeline=pipeline, spec=best.spec, target=target, intervals=intervals, seen_gpus=seen,
                                 coverage=coverage, conformal=conformal)
 
@@ -597,7 +597,8 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
                        tracking_uri: str | None = None) -> TrainingOutcome:
     """The whole training step on a feature table (rows of features.training_runs)."""
     started = time.perf_counter()
-    config = config or project_config.models().model_dump()
+    # plain tables (tests, scripts) are completed by the typed model: its defaults are the only ones
+    config = (models_config() if config is None else Models.model_validate(config)).model_dump()
     data = prepare_training_data(features)
     if data.rows < MIN_TRAINING_ROWS:
         raise NotEnoughTelemetryError(f"{data.rows} usable training rows in features.training_runs "
@@ -610,12 +611,12 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
     specs = candidate_specs(config)
     tracking = connect_tracking(tracking_uri)
     recover_interrupted_training(tracking)
-    compute = config.get("compute", {})
-    # OpenMP threads per model: on a few hundred rows, thread start-up costs more than the work it splits
-    # (HistGradientBoosting ~5x faster single-threaded here); results are identical
-    with threadpool_limits(limits=int(compute.get("openmp_threads", 1)), user_api="openmp"):
+    compute = config["compute"]
+    # OpenMP threads per model: on a few hundred rows, thread start-up costs more than the work it splits;
+    # results are identical
+    with threadpool_limits(limits=int(compute["openmp_threads"]), user_api="openmp"):
         return _train_and_register(data, config, target, folds, specs, tracking,
-                                   plot_dpi=int(compute.get("residual_plot_dpi", 100)), started=started,
+                                   plot_dpi=int(compute["residual_plot_dpi"]), started=started,
                                    features=ContractFeatures.configured())
 
 

@@ -18,7 +18,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks.config import PriceValidation
+from tasks.prices.config import PriceValidation
+from tasks.reference import reference_paths
 
 # Columns every adapter returns (one row per priced offer and pricing type). Types as in
 # core.price_observations; `usd_per_gpu_hour`, `gpu` (canonical), file identity and ingest time are
@@ -116,8 +117,6 @@ def classify(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFr
 def reference_file(file_name: str, folder: Path | None = None) -> Path:
     """A lookup table of the adapters in `folder` (None: config/settings.toml [reference] folder)."""
     if folder is None:
-        from tasks.reference import reference_paths
-
         folder = reference_paths()["folder"]
     return folder / file_name
 

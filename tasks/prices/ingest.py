@@ -12,13 +12,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks import config
-from tasks.config import PriceValidation
 from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.validation import ROW_KEY
 from tasks.prices.adapter import AdapterContext, AdapterError, conform, reference_table
+from tasks.prices.config import PriceValidation, price_validation
 from tasks.providers import registry
 from tasks.reference import reference_paths
 from tasks.warehouse import execute, query, registered
@@ -52,7 +51,7 @@ class PriceDataset(Dataset):
     ) -> None:
         self.aliases = aliases.select("alias", "gpu")
         self.overrides = read_overrides() if overrides is None else overrides
-        self.validation = validation or config.settings().validation.prices
+        self.validation = validation or price_validation()
         # the adapters' lookup tables, resolved here: a worker staging the file reads no configuration
         self.reference_dir = reference_paths()["folder"]
         self.overrides = read_overrides(self.reference_dir) if overrides is None else overrides

@@ -54,8 +54,10 @@ from tasks.prices.adapter import (
     read_json,
     reference_file,
 )
+from tasks.prices.config import price_validation
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
+from tasks.warehouse import execute, query
 
 PREAMBLE_LINES = 5  # FormatVersion, Disclaimer, Publication Date, Version, OfferCode
 
@@ -161,7 +163,6 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     """Either form into staging_file_records (sql/prices/aws_offer_*.sql). The CSV form is read and classified
     by DuckDB as it streams (a multi-GB offer file never passes through Python); the JSON form's nested
     products/terms are walked in Python (offer JSON excerpts), then classified by the same SQL."""
-    from tasks.warehouse import execute, query
 
     shapes = str(reference_file("aws_instance_gpus.csv", context.reference_dir))
     execute(con, "prices/aws_gpu_instances", {"shapes_path": shapes})
@@ -186,9 +187,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
     execute(con, "prices/number_macros")
-    from tasks import config
-
-    max_storage = (context.validation or config.settings().validation.prices).max_storage_usd_per_gb_month
+    max_storage = (context.validation or price_validation()).max_storage_usd_per_gb_month
     execute(con, "prices/aws_offer_records", {
         "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,
     })
@@ -213,7 +212,6 @@ def read_terms(path: Path, context: AdapterContext) -> pl.DataFrame:
     """Every Reserved term of the file, paired as the ingest pairs it, in scope or not (adapter columns plus
     operating_system; sql/prices/aws_offer_term_records.sql): to check the term arithmetic on terms the
     ranking skips."""
-    from tasks.warehouse import query
 
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")

@@ -185,7 +185,7 @@ def fetch_aws_spot(ctx: FetchContext, result: ProviderResult) -> None:
             )
             for page in pages:
                 rows.extend(page.get("SpotPriceHistory", []))
-        except Exception as error:  # noqa: BLE001 - botocore's errors are many; one line, the next region goes on
+        except Exception as error:  # botocore's errors are many; one line, the next region goes on
             result.errors.append(f"{region}: {type(error).__name__}: {' '.join(str(error).split())[:300]}")
             continue
         # The API also returns the price in effect at StartTime, which the last fetch already has.

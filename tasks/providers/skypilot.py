@@ -37,6 +37,7 @@ from tasks.prices.adapter import (
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
+from tasks.warehouse import execute, query
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")
 MIB_PER_GB = 1024.0
@@ -207,7 +208,6 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     """The catalog read and turned into adapter records by DuckDB (staging_file_records; sql/prices/
     skypilot_records.sql), the file never passing through Python. None when the catalog has GCP
     accelerator-only rows: their host VM join is priced by `parse` (GCP catalogs are ~1 MB)."""
-    from tasks.warehouse import execute, query
 
     try:
         execute(con, "prices/read_csv_text", {"path": str(path), "skip": 0})

@@ -16,6 +16,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from tasks.publishing.ownership import check_database_target, remember_written
+from tasks.settings import paths
 from tasks.warehouse import execute, query, registered
 
 # In order; each is sql/publish/<name>.sql creating published.<name> (gpu_cost_ranking: a view of the newest night
@@ -64,8 +66,6 @@ def build_published(
     """Write every published table from the warehouse `con` into a new file, then swap it into place. An existing
     `target` is replaced only if gpucost made it (tasks/publishing/ownership.py; `home` keeps the record of what
     it wrote: GPUCOST_HOME when not given)."""
-    from tasks.publishing.ownership import check_database_target, remember_written
-    from tasks.settings import paths
 
     home = home or paths().home
     started = time.perf_counter()

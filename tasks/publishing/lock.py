@@ -12,6 +12,9 @@ from pathlib import Path
 
 import duckdb
 
+from tasks.settings import paths
+from tasks.warehouse import WarehouseBusyError, connect
+
 
 class RunLockedError(RuntimeError):
     """Another nightly run holds the lock."""
@@ -42,8 +45,6 @@ def check_warehouse_free(path: Path | None = None) -> None:
 
     Opened read-write (a reader holding the file blocks a writer too) but not migrated, so the check itself
     changes nothing; a damaged file is left to the pre-flight check, which names it with the next step."""
-    from tasks.settings import paths
-    from tasks.warehouse import WarehouseBusyError, connect
 
     path = Path(path or paths().warehouse)
     if not path.exists():

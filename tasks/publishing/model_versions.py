@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from tasks.stores import mlflow_problem
+
 MODEL_VERSION_SCHEMA: dict[str, pl.DataType] = {
     "model_name": pl.String(),
     "version": pl.String(),
@@ -31,7 +33,6 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
 
         if not Path(tracking_uri.removeprefix("sqlite:///")).exists():
             return empty_model_versions(), f"no MLflow store at {tracking_uri} yet (run `gpucost train`)"
-    from tasks.preflight import mlflow_problem
 
     damaged = mlflow_problem(tracking_uri)
     if damaged is not None:
@@ -39,6 +40,7 @@ def read_model_versions(tracking_uri: str) -> tuple[pl.DataFrame, str | None]:
     from mlflow.exceptions import MlflowException
     from mlflow.tracking import MlflowClient
 
+    # start-up time: MLflow (and tasks.model.tracking, which imports it) loads only when a registry is read
     from tasks.model.tracking import REGISTERED_MODEL as MODEL_NAME  # the one place the name is defined
 
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)

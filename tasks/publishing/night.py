@@ -12,15 +12,21 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tasks import config as project_config
-from tasks.config import Ranking, RankingCompute, ReferenceFiles
 from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
-from tasks.publishing.ownership import ForeignTargetError, remember_written
+from tasks.publishing.ownership import (
+    PNG_MAGIC,
+    ForeignTargetError,
+    check_database_target,
+    check_file_target,
+    check_parquet_target,
+    remember_written,
+)
 from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_root
+from tasks.ranking.config import Ranking, RankingCompute, ranking_config
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
-from tasks.reference import load_reference_tables, reference_paths
+from tasks.reference import ReferenceFiles, load_reference_tables, reference_files, reference_paths
 from tasks.settings import paths
 from tasks.warehouse import memory_capped, query, row_order_free
 
@@ -44,7 +50,6 @@ def chart_path(published: Path) -> Path:
 def check_targets(published: Path, parquet: Path, home: Path | None = None) -> None:
     """Every file and folder publish writes is absent or gpucost's (tasks/publishing/ownership.py), else
     ForeignTargetError naming it, before anything is written."""
-    from tasks.publishing.ownership import PNG_MAGIC, check_database_target, check_file_target, check_parquet_target
 
     home = home or paths().home
     check_database_target(home, published)
@@ -74,8 +79,8 @@ def publish_night(
     """`ranking` and `reference` (config/ranking.toml, config/settings.toml [reference]) as the flow loaded
     them; read from the config folder when not given."""
     target = target or paths().published
-    config = ranking or project_config.ranking()
-    reference = reference or project_config.settings().reference
+    config = ranking or ranking_config()
+    reference = reference or reference_files()
     check_targets(target, parquet_root(config.publish))  # before any work: nothing we did not make is replaced
     load_reference_tables(con, reference_paths(reference))
     versions, note = read_model_versions(tracking_uri or paths().mlflow_tracking_uri)

@@ -21,6 +21,8 @@ import json
 import os
 from pathlib import Path
 
+from tasks.warehouse import execute
+
 MARKER_TABLE = "gpucost_publication"
 # Tables every publication since the first has held: a database with all of them is ours (from before the marker).
 LEGACY_TABLES = frozenset({"gpu_cost_ranking", "gpu_cost_ranking_history", "model_versions"})
@@ -89,7 +91,6 @@ def carries_marker(path: Path) -> bool:
     """A DuckDB database (read-only, nothing else reachable) holding our marker table or the published tables."""
     import duckdb
 
-    from tasks.warehouse import execute
 
     try:
         with duckdb.connect(str(path), read_only=True, config={"enable_external_access": False}) as con:

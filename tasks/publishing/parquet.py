@@ -24,8 +24,9 @@ from typing import Any
 
 import duckdb
 
-from tasks.config import Publish
 from tasks.publishing.database import PUBLISHED_TABLES
+from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
+from tasks.ranking.config import Publish
 from tasks.settings import paths
 
 POINTER = "LATEST"
@@ -44,7 +45,7 @@ class ParquetSnapshot:
 
 
 def parquet_root(publish: Publish) -> Path:
-    """config/ranking.toml [publish] parquet_dir, which GPUCOST_PARQUET_DIR overrides (tasks/config.py), relative
+    """config/ranking.toml [publish] parquet_dir, which GPUCOST_PARQUET_DIR overrides (tasks/settings.py), relative
     to GPUCOST_HOME."""
     path = Path(publish.parquet_dir).expanduser()
     return path if path.is_absolute() else paths().home / path
@@ -71,7 +72,6 @@ def export_parquet(published: Path, root: Path, published_at: datetime, snapshot
                    limits: dict[str, Any] | None = None) -> ParquetSnapshot:
     """Copy every table of the published database into a new snapshot under `root` and point LATEST at it. `root`
     must be absent, empty or ours (tasks/publishing/ownership.py: ForeignTargetError otherwise, nothing written)."""
-    from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
 
     check_parquet_target(root)
     snapshots = root / SNAPSHOTS

@@ -10,9 +10,9 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
-from tasks import config as project_config
-from tasks.config import Ranking
-from tasks.ranking.workloads import load_workloads, require_workloads
+from tasks.ranking.config import Ranking, ranking_config
+from tasks.ranking.workloads import load_workloads, require_workloads, workloads_config
+from tasks.reference import reference_files
 from tasks.warehouse import execute, query, registered, row_order_free, transaction
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
@@ -128,9 +128,9 @@ def rank_offers(
     Ranks are per workload, so workloads are ranked in batches (config/ranking.toml [compute]) and the
     night is written in one transaction: readers see all of it or none of it. `gpu_specs_file` names the
     specs file in the "no spec row" reason (default: config/settings.toml [reference] gpu_specs)."""
-    config = config if config is not None else project_config.ranking()
-    gpu_specs_file = gpu_specs_file or project_config.settings().reference.gpu_specs
-    workloads = workloads if workloads is not None else load_workloads(ranking=config)
+    config = config if config is not None else ranking_config()
+    gpu_specs_file = gpu_specs_file or reference_files().gpu_specs
+    workloads = workloads if workloads is not None else load_workloads(workloads_config(), config)
     require_workloads(workloads)
     result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
     if champion is None:

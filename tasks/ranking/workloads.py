@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from tasks import config as project_config
-from tasks.config import Ranking
+from tasks import config
+from tasks.config import Positive, Strict
+from tasks.ranking.config import Ranking
 from tasks.settings import ConfigError, config_dir
 from tasks.telemetry.contract import WORKLOAD_TYPES
 
@@ -49,6 +50,12 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
+class WorkloadsFile(Strict):
+    """config/workloads.toml: the list only; each entry is checked by tasks.ranking.workloads.validate_workload,
+    which also needs config/ranking.toml (precisions, optimizers) and names the workload."""
+
+    workloads: list[dict[str, Any]] = []
+
 class WorkloadConfigError(ConfigError):
     """config/workloads.toml has a key of the wrong type, sign or range, names something config/ranking.toml
     does not define, or defines no workload. The message names the file, the workload and the key."""
@@ -56,13 +63,10 @@ class WorkloadConfigError(ConfigError):
 
 # Plausible ranges: anything outside is a typo (a sign, a unit, a missing or extra digit), not a workload.
 Billions = Annotated[float, Field(gt=0, le=100_000, allow_inf_nan=False)]    # parameters, 1e9 (100T max)
-Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
 
-class Workload(BaseModel):
+class Workload(Strict):
     """One [[workloads]] entry. Strict: "32" is not 32, true is not 1; unknown keys are typos."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
@@ -175,12 +179,13 @@ def workloads_file() -> str:
     return str(config_dir() / "workloads.toml")
 
 
-def load_workloads(workloads: dict[str, Any] | None = None, ranking: Ranking | None = None) -> pl.DataFrame:
-    """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml (or the tables `workloads`) and
-    config/ranking.toml (or `ranking`)."""
-    file = workloads_file() if workloads is None else "config/workloads.toml"
-    ranking = ranking if ranking is not None else project_config.ranking()
-    entries = workloads.get("workloads", []) if workloads is not None else project_config.load("workloads").workloads
+def load_workloads(workloads: WorkloadsFile | dict[str, Any], ranking: Ranking) -> pl.DataFrame:
+    """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml as loaded (or the plain tables
+    `workloads`, which name no file) and config/ranking.toml."""
+    if isinstance(workloads, WorkloadsFile):
+        file, entries = workloads_file(), workloads.workloads
+    else:
+        file, entries = "config/workloads.toml", workloads.get("workloads", [])
     if not isinstance(entries, list):
         raise WorkloadConfigError(f"{file}: `workloads` must be a list of [[workloads]] tables")
     rows = [_resolve(validate_workload(entry, ranking, file, i), ranking) for i, entry in enumerate(entries)]
@@ -197,3 +202,8 @@ def require_workloads(workloads: pl.DataFrame) -> None:
         raise WorkloadConfigError(
             f"{workloads_file()} defines no [[workloads]]: nothing to rank; nothing was published and the "
             "previous night stays served")
+
+
+def workloads_config() -> WorkloadsFile:
+    """config/workloads.toml, for a caller that was not handed it."""
+    return config.load("workloads", WorkloadsFile)

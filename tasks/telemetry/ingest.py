@@ -17,8 +17,6 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from tasks import config
-from tasks.config import TelemetryValidation
 from tasks.ingest.landing import land_bytes, landing_dir
 from tasks.ingest.lifecycle import (
     Dataset,
@@ -33,6 +31,7 @@ from tasks.ingest.lifecycle import (
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.validation import ROW_KEY
+from tasks.telemetry.config import TelemetryValidation, telemetry_config
 from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
 from tasks.telemetry.readers import (
@@ -97,7 +96,7 @@ class TelemetryDataset(Dataset):
             outcome.format = None  # reading says why (quarantined whole)
 
     def validation_parameters(self) -> dict[str, Any]:
-        return (self.validation or config.telemetry().validation).model_dump()
+        return (self.validation or telemetry_config().validation).model_dump()
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
@@ -122,7 +121,7 @@ class TelemetryDataset(Dataset):
         with tempfile.TemporaryDirectory(prefix="normalised-", dir=spill) as folder:
             try:
                 rows = self._normalise_in_chunks(con, Path(folder))
-            except Exception as error:  # noqa: BLE001 - a value nothing expected: this file is quarantined
+            except Exception as error:  # a value nothing expected: this file is quarantined
                 if is_transient(error):
                     raise
                 raise FileError(f"cannot normalise: {describe_error(error)}") from error

@@ -20,10 +20,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from tasks import config
-from tasks.config import MlflowTelemetry, Sources
 from tasks.ingest.quarantine import quarantine_rows
 from tasks.ingest.registry import FileOutcome, already_ingested, record_file
+from tasks.sources import Sources
+from tasks.telemetry.config import MlflowTelemetry, mlflow_telemetry_config
 from tasks.telemetry.ingest import DATASET, ingest_telemetry_records
 from tasks.telemetry.mlflow_source import (
     SOURCE_PREFIX,
@@ -39,9 +39,9 @@ from tasks.telemetry.mlflow_source import (
 from tasks.warehouse import execute, query, transaction
 
 
-def configured_mlflow_sources(sources: Sources | None = None) -> list[MlflowSource]:
+def configured_mlflow_sources(sources: Sources) -> list[MlflowSource]:
     """The [[mlflow]] entries of config/sources.toml (or `sources`): tracking_uri, experiments, mapping."""
-    return [MlflowSource(e.tracking_uri, tuple(e.experiments), e.mapping) for e in (sources or config.sources()).mlflow]
+    return [MlflowSource(e.tracking_uri, tuple(e.experiments), e.mapping) for e in sources.mlflow]
 
 
 def watermarks(con: duckdb.DuckDBPyConnection, tracking_uri: str, lookback_minutes: int) -> dict[str, int]:
@@ -93,7 +93,7 @@ def ingest_mlflow_source(
     """Read the source's finished runs since the last read (all of them with `rescan`) into the warehouse."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings or config.mlflow_telemetry()
+    settings = settings or mlflow_telemetry_config()
     defaults = settings.defaults
     mapping = load_mapping(source.mapping, settings)
     uri = redact_uri(source.tracking_uri)

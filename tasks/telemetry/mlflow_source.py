@@ -27,8 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
-from tasks import config
-from tasks.config import MlflowTelemetry
+from tasks.telemetry.config import MlflowTelemetry, mlflow_telemetry_config
 from tasks.telemetry.contract import MLFLOW_READER_FIELDS as READER_FIELDS
 from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
@@ -96,7 +95,7 @@ def redact_uri(uri: str) -> str:
 def load_mapping(name: str, settings: MlflowTelemetry | None = None) -> dict[str, Any]:
     """A named mapping of config/mlflow_telemetry.toml (or `settings`) with the defaults applied (warm-up,
     evaluation prefixes, power pattern). Its keys and throughput kind were checked when the file was read."""
-    settings = settings or config.mlflow_telemetry()
+    settings = settings or mlflow_telemetry_config()
     if name not in settings.mappings:
         raise MlflowMappingError(
             f"no mapping {name!r} in config/mlflow_telemetry.toml (mappings: {', '.join(sorted(settings.mappings))})"
@@ -449,7 +448,7 @@ def read_mlflow_runs(
     readable runs, every run's record incl. problems, what was listed and skipped)."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings or config.mlflow_telemetry()
+    settings = settings or mlflow_telemetry_config()
     mapping = load_mapping(mapping_name, settings)
     client = MlflowClient(tracking_uri)
     listed = list_runs(client, experiments, ended_after_ms or {}, settings.defaults.page_size)

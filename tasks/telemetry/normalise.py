@@ -18,9 +18,8 @@ from typing import Any
 
 import polars as pl
 
-from tasks import config
-from tasks.config import Telemetry
 from tasks.ingest.values import per_distinct
+from tasks.telemetry.config import Telemetry, telemetry_config
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
     INPUT_KINDS,
@@ -49,8 +48,8 @@ def load_vocabulary(telemetry: Telemetry | None = None) -> dict[str, dict[str, A
 
     precision / precision_prefix -> (family, recipe); workload -> workload; activation_checkpointing ->
     none | selective | full. Contract values are their own spellings. The values were checked against the
-    contract's vocabularies when the file was read (tasks/config.py)."""
-    cfg = telemetry or config.telemetry()
+    contract's vocabularies when the file was read (tasks/telemetry/config.py)."""
+    cfg = telemetry or telemetry_config()
     precision = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision.items()}
     precision.update({p: (p, "none") for p in CONTRACT_PRECISIONS if p not in LOW_PRECISION_FAMILIES})
     prefix = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision_prefix.items()}

@@ -17,6 +17,7 @@ import polars as pl
 
 from tasks.ingest.registry import is_transient
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
+from tasks.warehouse import execute, query
 
 SOURCE_LINE = "_source_line"  # 1-based line (CSV: where the record starts; JSON Lines) or record (Parquet)
 RAW_VALUES = "_raw_values"    # the record as read, JSON text
@@ -161,7 +162,7 @@ def _read_csv(path: Path) -> pl.DataFrame:
 def _read_parquet(path: Path) -> pl.DataFrame:
     try:
         table = pl.read_parquet(path)
-    except Exception as error:  # noqa: BLE001 - polars raises several types for a damaged file
+    except Exception as error:  # polars raises several types for a damaged file
         raise TelemetryFileError(f"unreadable Parquet file: {type(error).__name__}: {error}") from error
     vectorised = _parquet_as_text(table)
     if vectorised is not None:
@@ -198,7 +199,7 @@ def _parquet_as_text(table: pl.DataFrame) -> pl.DataFrame | None:
     (the row-wise path then does)."""
     try:
         raw = table.select(pl.struct(pl.all()).struct.json_encode()).to_series() if table.width else None
-    except Exception:  # noqa: BLE001 - e.g. binary or decimal columns: the row-wise json.dumps handles them
+    except Exception:  # e.g. binary or decimal columns: the row-wise json.dumps handles them
         return None
     if raw is None:
         return None
@@ -274,14 +275,13 @@ def _csv_header_plain(path: Path) -> bool:
 def _parquet_narrow(path: Path) -> bool:
     try:
         return len(pl.read_parquet_schema(path)) <= MAX_DUCKDB_COLUMNS
-    except Exception:  # noqa: BLE001 - not readable as Parquet: the general reader names the problem
+    except Exception:  # not readable as Parquet: the general reader names the problem
         return False
 
 
 def transaction_usable(con: duckdb.DuckDBPyConnection) -> bool:
     """False once a statement failed while executing: DuckDB then refuses everything until a rollback (a
     statement refused while binding, e.g. a ragged CSV row found by the sniffer, leaves it usable)."""
-    from tasks.warehouse import query
 
     try:
         query(con, "common/transaction_alive").fetchall()
@@ -296,7 +296,6 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     as text (as `read_telemetry` gives them; the only ones normalised). False when the file needs the general
     readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
     reads it with `read_telemetry`. Nothing of the file passes through Python."""
-    from tasks.warehouse import execute, query
 
     fmt = file_format(path)
     text = duckdb.sqltype("VARCHAR")

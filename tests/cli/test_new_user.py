@@ -45,11 +45,13 @@ def warehouse_runs_by_gpu(home: Path) -> dict[str, int]:
 
 
 def test_make_run_prints_progress_no_warning_and_fits_100_columns(night: Night) -> None:
+    from tasks import config_files
     from tasks.sources import configured_price_sources, configured_telemetry_paths
 
     assert night.returncode == 0, night.stderr[-3000:]
     output = night.stdout + night.stderr
-    files, telemetry = len(configured_price_sources()), len(configured_telemetry_paths())
+    sources = config_files.sources()
+    files, telemetry = len(configured_price_sources(sources)), len(configured_telemetry_paths(sources))
     candidates = (PROJECT_ROOT / "config" / "models.toml").read_text(encoding="utf-8").count("[[candidates]]")
     # 336 rows in published_benchmarks.csv, 10 of them without num_gpus (quarantined)
     for line in (f"ingest prices: file 1 of {files}: ", f"ingest prices: file {files} of {files}: ",

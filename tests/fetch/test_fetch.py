@@ -24,7 +24,7 @@ def rows(sql: str, params: list | None = None) -> list[tuple]:
         return con.execute(sql, params or []).fetchall()
 
 
-def by_name(report, name):  # noqa: ANN001, ANN201
+def by_name(report, name):
     return next(r for r in report.results if r.name == name)
 
 

@@ -32,7 +32,7 @@ def test_a_fetch_killed_mid_download_leaves_nothing_registered_and_the_next_run_
     release = threading.Event()
 
     def stalls_after_the_first_chunk(_request: object) -> Response:
-        def chunks():  # noqa: ANN202
+        def chunks():
             yield body[:65536]
             release.wait(30)  # until the test has killed the fetch
             yield body[65536:]
@@ -79,11 +79,11 @@ def test_fetch_command_rejects_an_unknown_provider_in_one_line(monkeypatch: pyte
     import typer
     from rich.console import Console
 
-    import flows.cli
-    from flows.cli import fetch
+    import gpucost.cli
+    from gpucost.cli import fetch
 
     stderr = io.StringIO()
-    monkeypatch.setattr(flows.cli, "err", Console(file=stderr, width=200))
+    monkeypatch.setattr(gpucost.cli, "err", Console(file=stderr, width=200))
     with pytest.raises(typer.Exit) as exited:
         fetch(provider=["oracle"])
     assert exited.value.exit_code == 2
@@ -99,11 +99,11 @@ def test_fetch_command_fetches_every_provider_with_nightly_fetching_disabled(
 
     from rich.console import Console
 
-    import flows.cli
-    from flows.cli import fetch
+    import gpucost.cli
+    from gpucost.cli import fetch
 
     stderr = io.StringIO()  # the command's stderr console (capfd would leave Prefect's log handler on a closed file)
-    monkeypatch.setattr(flows.cli, "err", Console(file=stderr, width=200))
+    monkeypatch.setattr(gpucost.cli, "err", Console(file=stderr, width=200))
     assert load_fetch_config().enabled is False
     fetch(provider=None)  # every configured provider; returns (exit status 0): none failed
     with warehouse() as con:

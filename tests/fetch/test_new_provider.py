@@ -15,7 +15,7 @@ from tasks.fetch.config import fetch_config_model, load_fetch_config
 from tasks.fetch.run import fetch_once
 from tasks.providers import registry
 from tasks.settings import ConfigError
-from tasks.sources import price_sources_for
+from tasks.sources import Sources, price_sources_for
 from tasks.warehouse import warehouse
 from tests.conftest import PRICE_SAMPLES
 from tests.fetch import tinycloud
@@ -66,7 +66,7 @@ def test_a_provider_added_in_one_module_is_fetched_and_ingested(
 def test_its_format_and_config_section_are_known_once_registered(
     registered: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (source,) = price_sources_for([tmp_path / "machines.json"], "tinycloud", "tinycloud-json")
+    (source,) = price_sources_for([tmp_path / "machines.json"], "tinycloud", "tinycloud-json", Sources())
     assert source.format == "tinycloud-json"
     # its section of config/fetch.toml is validated by its own model: a typo is named like any other
     folder = tmp_path / "config"

@@ -24,7 +24,7 @@ def _decompressed(path: Path) -> bytes:
         return stream.read()
 
 
-def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: Path) -> None:
     outcome = ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
     sha = hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
     folder = landing_dir(con)
@@ -44,7 +44,7 @@ def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: 
     assert list(folder.glob(f"{PART_PREFIX}*")) == []  # the copy read for its hash was not kept
 
 
-def test_the_documented_query_gives_the_original_line_of_every_core_and_quarantined_row(con) -> None:  # noqa: ANN001
+def test_the_documented_query_gives_the_original_line_of_every_core_and_quarantined_row(con) -> None:
     ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
     original = SAMPLE.read_text(encoding="utf-8").splitlines()
     runs = con.sql("select content_sha256, source_line from core.telemetry_runs").fetchall()
@@ -56,7 +56,7 @@ def test_the_documented_query_gives_the_original_line_of_every_core_and_quaranti
         assert lines[line] == original[line - 1]
 
 
-def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_path: Path) -> None:  # noqa: ANN001
+def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_path: Path) -> None:
     outcome = ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
     folder = landing_dir(con)
     # fault: a file landed by an ingest killed before its commit (no registry row), and a cut part file
@@ -71,7 +71,7 @@ def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_
     assert [p.relative_to(folder).as_posix() for p in folder.glob("*/*")] == [outcome.landed_path]
 
 
-def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Path) -> None:  # noqa: ANN001
+def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Path) -> None:
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     sample_rows(GOOD).write_csv(first)
     sample_rows(A100).write_csv(second)
@@ -90,7 +90,7 @@ def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Pat
         (str(first), kept.landed_path), (str(second), None)]
 
 
-def test_the_query_in_the_docs_shows_a_runs_original_line(con) -> None:  # noqa: ANN001
+def test_the_query_in_the_docs_shows_a_runs_original_line(con) -> None:
     ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
     docs = (Path(__file__).parents[2] / "docs" / "data-contracts.md").read_text(encoding="utf-8")
     block = docs.split("<!-- original-line-query -->\n```sql\n", 1)[1].split("```", 1)[0]

@@ -28,19 +28,19 @@ def _raw_lines(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int, int]:
                    "select source_line from quarantine.rejected_rows)").fetchall()[0]
 
 
-def test_the_row_order_is_kept_again_after_a_stored_file(con) -> None:  # noqa: ANN001
+def test_the_row_order_is_kept_again_after_a_stored_file(con) -> None:
     assert _order_kept(con)
     assert ingest(con, SAMPLE).status == "loaded"
     assert _order_kept(con)
     assert _raw_lines(con) == (SAMPLE_RECORDS, SAMPLE_RECORDS, FIRST_LINE, LAST_LINE)
 
 
-def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(con, monkeypatch) -> None:  # noqa: ANN001
+def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(con, monkeypatch) -> None:
     # Fault: the store fails after writing the runs, with the row order freed. The file's transaction
     # is rolled back (nothing stored) and the order is kept again, so the retried file's lines are right.
     real_store = TelemetryDataset.store
 
-    def failing_store(self, con, file):  # noqa: ANN001, ANN202
+    def failing_store(self, con, file):
         real_store(self, con, file)
         raise RuntimeError("disk full while storing")
 
@@ -55,7 +55,7 @@ def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(co
     assert _raw_lines(con) == (SAMPLE_RECORDS, SAMPLE_RECORDS, FIRST_LINE, LAST_LINE)
 
 
-def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path) -> None:  # noqa: ANN001
+def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path) -> None:
     # A generated SkyPilot catalog of 100,000 GPU rows (bench/generate.py, fixed seed): its records are a view
     # over the file as read, 190,502 offers with their JSON. Staged by a worker capped at 100 MB, the hand-over
     # must not hold them in memory (in file order and 122,880-row Parquet row groups it needed over 200 MB).

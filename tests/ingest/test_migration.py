@@ -118,7 +118,7 @@ def test_a_migration_that_fails_changes_nothing(old_warehouse: Path, tmp_path: P
     path = _copy(old_warehouse, tmp_path)
     real_execute = landing.execute
 
-    def failing(con, name, params=None):  # noqa: ANN001, ANN202 - fault: the drop fails after both exports
+    def failing(con, name, params=None):
         if name == "migrations/drop_raw_record_tables":
             raise duckdb.IOException("injected: the disk went away")
         return real_execute(con, name, params)

@@ -59,7 +59,7 @@ def gx_beside_duckdb(monkeypatch: pytest.MonkeyPatch) -> Verdicts:
     seen = Verdicts()
     real = lifecycle.check_staged
 
-    def both(con: duckdb.DuckDBPyConnection, suite: str, parameters=None, columns=None) -> None:  # noqa: ANN001
+    def both(con: duckdb.DuckDBPyConnection, suite: str, parameters=None, columns=None) -> None:
         real(con, suite, parameters, columns)
         staged = con.table("staging_file_rows")
         frame = staged.select(*[duckdb.ColumnExpression(c) for c in (KEY, *validation.suite_columns(suite))]).pl()
@@ -115,7 +115,7 @@ def test_duckdb_and_gx_fail_the_same_telemetry_rows(con, tmp_path: Path, gx_besi
         (EXPECTATIONS_DIR / "telemetry.json").read_text())["expectations"]}
 
 
-def test_every_expectation_type_of_the_prices_suite_gets_the_same_verdict(con, tmp_path: Path,  # noqa: ANN001
+def test_every_expectation_type_of_the_prices_suite_gets_the_same_verdict(con, tmp_path: Path,
                                                                           gx_beside_duckdb: Verdicts) -> None:
     lambda_seed = next(s for s in SEEDS if s.sample == "skypilot_v8_lambda_gpu.csv")
     # a negative price fails `between`; NaN is missing: `not_be_null` fails

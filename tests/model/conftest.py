@@ -100,8 +100,8 @@ def trained_home(tmp_path_factory: pytest.TempPathFactory, training_features: pl
                  small_config_dir: Path) -> tuple[Path, object]:
     """A GPUCOST_HOME whose MLflow store holds one training of the small candidate set (read-only for tests)."""
 
+    from tasks.config_files import load_config
     from tasks.model.training import train_and_register
-    from tasks.settings import load_config
 
     home = tmp_path_factory.mktemp("trained-home")
     with pytest.MonkeyPatch.context() as env:  # session scope: the function-scoped monkeypatch is not available

@@ -36,7 +36,7 @@ def test_train_flow_reads_the_feature_table_and_registers_a_champion(prefect_har
 def test_train_without_telemetry_fails_with_a_reason(prefect_harness, gpucost_home: Path) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from gpucost.cli import app
 
     result = CliRunner().invoke(app, ["train"])
     assert result.exit_code == 1

@@ -30,7 +30,7 @@ def test_no_store_means_no_champion_and_nothing_is_created(gpucost_home: Path) -
 def test_predict_file_without_champion_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(NoChampionError, match="gpucost train"):
         predict_file(PREDICT_INPUT, tmp_path / "out.csv")
-    from flows.cli import app
+    from gpucost.cli import app
 
     result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(tmp_path / "out.csv")])
     assert result.exit_code == 1
@@ -55,7 +55,7 @@ def test_registered_model_takes_contract_rows_like_gpucost_predict(in_trained_ho
     """`mlflow.pyfunc.load_model("models:/token-efficiency@champion").predict(df)` on the README's predict
     input, read by pandas (numbers, a boolean column, an all-empty model_name), gives what `gpucost predict`
     writes for the same rows read as text."""
-    from flows.cli import app
+    from gpucost.cli import app
 
     result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(tmp_path / "out.csv")])
     assert result.exit_code == 0, result.output

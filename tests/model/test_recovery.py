@@ -78,7 +78,7 @@ def test_gpucost_train_with_an_unusable_mlflow_store_fails_in_one_line(gpucost_h
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the MLflow store's folder should be")
     uri = f"sqlite:///{blocker}/mlflow/mlflow.db"
-    result = subprocess.run([sys.executable, "-m", "flows.cli", "train"], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "gpucost.cli", "train"], capture_output=True, text=True,
                             timeout=120, cwd=PROJECT_ROOT,
                             env={**os.environ, "GPUCOST_HOME": str(gpucost_home), "MLFLOW_TRACKING_URI": uri})
     assert result.returncode == 1

@@ -40,8 +40,8 @@ def retrained_copy(trained_home: tuple[Path, object], training_features: pl.Data
                    tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict, object]:
     """The trained home copied to `original` (a user's home), that copied to `copy`, and the same training
     (same rows, same candidates) run again with GPUCOST_HOME = the copy."""
+    from tasks.config_files import load_config
     from tasks.model.training import train_and_register
-    from tasks.settings import load_config
 
     root = tmp_path_factory.mktemp("moved-home")
     original, copy = root / "original", root / "copy"

@@ -12,9 +12,10 @@ import polars as pl
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tasks.config_files import load_config
 from tasks.model.tracking import CHAMPION, EXPERIMENT, REGISTERED_MODEL, TAG_SPEC, connect_tracking
 from tasks.model.training import NotEnoughTelemetryError, train_and_register
-from tasks.settings import PROJECT_ROOT, load_config, paths
+from tasks.settings import PROJECT_ROOT, paths
 
 
 def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Path, object],

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 
+from tasks import config_files
 from tasks.ingest.landing import landed_lines
 from tasks.sources import configured_price_sources
 from tasks.warehouse import migrate, query, warehouse
@@ -25,12 +26,12 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[duckdb.Du
     """One warehouse with every configured sample source ingested once (read by several tests)."""
     path = tmp_path_factory.mktemp("prices") / "warehouse.duckdb"
     with warehouse(path) as con:
-        outcomes = ingest(con, configured_price_sources())
+        outcomes = ingest(con, configured_price_sources(config_files.sources()))
         yield con, outcomes
 
 
 def test_every_sample_file_is_configured_or_an_example() -> None:
-    configured = {s.path.name for s in configured_price_sources()}
+    configured = {s.path.name for s in configured_price_sources(config_files.sources())}
     # The host-VM file is read through the GCP accelerator source's `host_vms` option; the owned file is
     # an example with made-up figures, deliberately not ingested by default.
     assert set(SAMPLE_FILES) - configured == {"skypilot_v8_gcp_gpu_host_vms_subset.csv", "owned_example.csv"}

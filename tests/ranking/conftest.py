@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 import polars as pl
 import pytest
 
-from tasks.config import Ranking
+from tasks.config_files import load_config
 from tasks.prices.ingest import PriceSource, ingest_price_file
+from tasks.ranking.config import Ranking
 from tasks.reference import read_aliases
-from tasks.settings import load_config
 from tests.conftest import PRICE_SAMPLES
 
 AWS_SAMPLE = PRICE_SAMPLES / "skypilot_v8_aws_gpu_subset.csv"

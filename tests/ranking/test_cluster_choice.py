@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 import polars as pl
 import pytest
 
-from tasks.config import Machines
+from tasks.ranking.config import Machines
 from tasks.ranking.rank import rank_offers
 from tasks.ranking.workloads import load_workloads
 

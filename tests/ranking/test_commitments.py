@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from tasks.config import Ranking
+from tasks.ranking.config import Ranking
 from tasks.ranking.rank import rank_offers
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 from tests.ranking.conftest import FixedThroughput, pinned_ranking_tables

@@ -255,6 +255,7 @@ def with_key(text: str, workload: str, key: str, value: str) -> str:
 def test_every_bad_workload_key_is_named_by_file_workload_and_key(work_home: States, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Checked by the typed model in one process (fast); the command-level cases follow."""
+    from tasks import config_files
     from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 
     text = (work_home.config / "workloads.toml").read_text(encoding="utf-8")
@@ -263,7 +264,7 @@ def test_every_bad_workload_key_is_named_by_file_workload_and_key(work_home: Sta
                                with_key(text, "70b-pretrain-200b", key, value))
         monkeypatch.setenv("GPUCOST_CONFIG_DIR", env["GPUCOST_CONFIG_DIR"])
         with pytest.raises(WorkloadConfigError) as raised:
-            load_workloads()
+            load_workloads(config_files.workloads(), config_files.ranking())
         message = str(raised.value)
         assert message.startswith(f"{env['GPUCOST_CONFIG_DIR']}/workloads.toml: workload 70b-pretrain-200b: ")
         assert expected in message, message

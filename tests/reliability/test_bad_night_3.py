@@ -529,7 +529,7 @@ class HostileHandler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server name
+    def do_GET(self) -> None:  # the http.server name
         if "/trickle/" in self.path:
             self.send_response(200)
             self.send_header("Content-Type", "text/csv")

@@ -99,7 +99,7 @@ def aliases(home: Path) -> dict[str, str]:
 
 def progress_line(log: Path, start: str) -> bool:
     """One of the command's own progress lines (`HH:MM:SS ingest prices: file 1 of 2: ...`) has been printed:
-    Prefect's own flow-run lines are not shown on the command line (flows/console.py)."""
+    Prefect's own flow-run lines are not shown on the command line (gpucost/console.py)."""
     return any(line[9:].startswith(start) for line in log.read_text().splitlines())
 
 

@@ -47,7 +47,7 @@ ESCAPES = [
 
 @pytest.mark.parametrize("warehouse", [False, True], ids=["published", "warehouse"])
 def test_every_escape_from_gpucost_sql_is_refused(work_home: States, tmp_path: Path, warehouse: bool) -> None:
-    from flows.cli import app
+    from gpucost.cli import app
 
     home = work_home.restore("base")
     out = tmp_path / "out"

@@ -89,7 +89,7 @@ def postgres() -> Iterator[Postgres]:
     try:
         try:
             executor.start()
-        except Exception as error:  # noqa: BLE001 - any reason it cannot start is a reason to skip, printed
+        except Exception as error:  # any reason it cannot start is a reason to skip, printed
             log = workdir / "postgresql.log"
             tail = log.read_text(errors="replace")[-500:] if log.exists() else ""
             pytest.skip(f"PostgreSQL could not start ({type(error).__name__}: {error}) {tail}")
@@ -100,7 +100,7 @@ def postgres() -> Iterator[Postgres]:
     finally:
         try:
             executor.stop()
-        except Exception:  # noqa: BLE001 - never started, or already gone
+        except Exception:  # never started, or already gone
             pass
         shutil.rmtree(workdir, ignore_errors=True)
 

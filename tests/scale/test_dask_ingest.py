@@ -31,10 +31,12 @@ def batch(folder: Path) -> tuple[list[object], list[Path]]:
     AWS offer CSV sample (on-demand, reserved terms and storage volume prices), the two
     telemetry files; plus faults: a file that is no SkyPilot catalog, a missing file, and the SkyPilot AWS
     catalog again under another name (same bytes: 'already ingested' when its turn comes)."""
+    from tasks import config_files
     from tasks.prices.ingest import PriceSource
     from tasks.sources import configured_price_sources
 
-    configured = {Path(s.path).name: s for s in configured_price_sources()}  # with their adapter options
+    # with their adapter options
+    configured = {Path(s.path).name: s for s in configured_price_sources(config_files.sources())}
     folder.mkdir(parents=True, exist_ok=True)
     bad = folder / "not_a_catalog.csv"
     bad.write_text(BAD_CATALOG, encoding="utf-8")
@@ -126,11 +128,12 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
     apply_staged in order, against ingest_file one file at a time at the same ingest time: identical tables.
     Then the same batch again: nothing staged or stored twice."""
     from tasks.features import refresh_feature_table
+    from tasks.ingest.config import ingest_settings
     from tasks.ingest.lifecycle import FileSource, apply_staged, stage_file, stage_jobs
     from tasks.prices.ingest import PriceDataset
     from tasks.reference import load_reference_tables, read_aliases, reference_paths
     from tasks.telemetry.ingest import TelemetryDataset
-    from tasks.warehouse import connect, ingest_memory_limit
+    from tasks.warehouse import connect
 
     aliases = read_aliases()
     datasets = [(PriceDataset(aliases), reference.prices),
@@ -142,7 +145,7 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
         outcomes = []
         for dataset, files in datasets:
             jobs = stage_jobs(con, dataset, files, INGESTED_AT, tmp_path / "work", reference_paths(),
-                              ingest_memory_limit())
+                              ingest_settings().memory_limit)
             staged = [stage_file(job) for job in jobs]  # all staged before the first is stored
             outcomes += [apply_staged(con, dataset, s, INGESTED_AT) for s in staged]
         refresh_feature_table(con)

@@ -39,10 +39,10 @@ def registry_rows(postgres, database: str, sql_file: str) -> list[tuple]:
 def test_train_promote_predict_publish_against_the_server(
     mlflow_server, postgres, training_features, baseline_config_dir, con, gpucost_home, monkeypatch, tmp_path
 ) -> None:
+    from tasks.config_files import load_config
     from tasks.model.predict import load_champion
     from tasks.model.training import train_and_register
     from tasks.publishing.night import publish_night
-    from tasks.settings import load_config
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
     monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(baseline_config_dir))
@@ -58,7 +58,7 @@ def test_train_promote_predict_publish_against_the_server(
     # the champion loads through the server (artifacts proxied by it) and `gpucost predict` uses it
     champion = load_champion()
     assert champion is not None and champion.version == "1"
-    from flows.cli import app
+    from gpucost.cli import app
 
     out = tmp_path / "predicted.csv"
     result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(out)])

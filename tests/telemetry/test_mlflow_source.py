@@ -316,12 +316,12 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
 ) -> None:
     import shutil
 
+    from tasks.config_files import load_config
     from tasks.features import refresh_feature_table
     from tasks.model.predict import load_champion
     from tasks.model.training import read_training_features, train_and_register
     from tasks.publishing.night import publish_night
     from tasks.reference import load_reference_tables, read_aliases
-    from tasks.settings import load_config
     from tasks.telemetry.ingest import ingest_telemetry_file
     from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
@@ -415,7 +415,7 @@ def test_cli_refuses_an_unknown_mapping_in_one_line() -> None:
     from tasks.settings import PROJECT_ROOT
 
     result = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "ingest", "telemetry", "--mlflow", "llm-sft",
+        [sys.executable, "-m", "gpucost.cli", "ingest", "telemetry", "--mlflow", "llm-sft",
          "--tracking-uri", "http://127.0.0.1:9", "--mapping", "deepspeed"],
         capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120,
     )

@@ -13,40 +13,61 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import flows  # noqa: F401 - configures Prefect's state folder before Prefect is imported
-from flows.guard import SUPERVISED, guarded, is_worker, preflight, run_supervised
+from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
+from gpucost.console import configure_cli_output, quiet_prefect_environment
+from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised
+from gpucost.present import (
+    narrow_console,
+    out,
+    print_offers,
+    print_result_table,
+    print_totals,
+    print_wrapped,
+    tokens,
+    wrapped,
+)
+from gpucost.processes import install_worker_handlers
+from gpucost.serve import ServeError
+from gpucost.serve import serve as serve_all
+from tasks import config_files
+from tasks.config_files import check_all
+from tasks.display import printable
+from tasks.extras import MissingExtraError, check_command, require
+from tasks.fetch.config import check_providers, load_fetch_config
+from tasks.ingest.registry import irregular_file
+from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
+from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
+from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
+from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tasks.settings import ConfigError, Environment, paths
+from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
+from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
+from tasks.stores import disk_full_file, sqlite_path
+from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
 app.add_typer(ingest_app, name="ingest")
 
-out = Console()
 err = Console(stderr=True)
-
-# Commands that run flows from the terminal: Prefect's console shows warnings and errors only, our progress
-# lines say the rest (flows/console.py). `serve` keeps Prefect's own logging.
-FLOW_COMMANDS = {"run", "train", "publish", "ingest"}
-
 
 @app.callback()
 def _before_command(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand in FLOW_COMMANDS:
-        from flows.console import quiet_prefect_environment
+    command = COMMANDS.get(ctx.invoked_subcommand or "")
+    if command is not None and command.runs_flows:
 
         quiet_prefect_environment()
 
 
 def flow_output() -> None:
     """After a flow module (so Prefect) is imported: progress lines, one-line warnings, no escape codes."""
-    from flows.console import configure_cli_output
 
     configure_cli_output()
 
 
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = Exit.FAILED) -> None:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
     # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
-    from tasks.display import printable
 
     err.print(f"[bold red]error:[/] {escape(printable(message))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
@@ -56,34 +77,22 @@ def check_readable(paths: list[Path] | None) -> None:
     """A missing or unreadable input is said as such, before any flow (or Prefect server) starts (exit 2)."""
     import os
 
-    from tasks.ingest.registry import irregular_file
 
     for path in paths or []:
         try:
             path.stat()
         except FileNotFoundError:
-            fail(f"{path}: no such file or directory", 2)
+            fail(f"{path}: no such file or directory", Exit.INPUT)
         except OSError as error:  # e.g. a name too long for the file system
-            fail(f"{path}: {error.strerror or error}", 2)
+            fail(f"{path}: {error.strerror or error}", Exit.INPUT)
         if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
-            fail(f"{path}: permission denied (not readable)", 2)
+            fail(f"{path}: permission denied (not readable)", Exit.INPUT)
         if not path.is_dir() and (irregular := irregular_file(path)) is not None:
-            fail(irregular, 2)  # a FIFO or a device would be read forever
+            fail(irregular, Exit.INPUT)  # a FIFO or a device would be read forever
 
 
-def _print_totals(outcomes: list) -> None:
-    from tasks.summary import totals
-
-    t = totals(outcomes)
-    _print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
-                   f"ingested, {t['files_quarantined']} quarantined; rows: {t['rows_loaded']:,} loaded, "
-                   f"{t['rows_quarantined']:,} quarantined (why: the quarantine_summary table)")
-
-
-def check_warehouse_not_busy(code: int = 4) -> None:
+def check_warehouse_not_busy(code: int = Exit.BUSY) -> None:
     """Another process holding the warehouse is reported in one line, before any flow starts."""
-    from tasks.publishing.lock import check_warehouse_free
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         check_warehouse_free()
@@ -98,16 +107,16 @@ def ingest_prices_cmd(
     format: Annotated[str | None, typer.Option("--format", help="Adapter: skypilot, aws-offer, ...")] = None,
 ) -> None:
     """Read price lists through their adapters into the warehouse (validated, quarantined, history kept)."""
-    from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 
     check_readable(paths)
     try:
-        sources = price_sources_for(paths, provider, format) if paths else configured_price_sources()
+        configured = config_files.sources()
+        sources = (price_sources_for(paths, provider, format, configured) if paths
+                   else configured_price_sources(configured))
     except SourceConfigError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     check_warehouse_not_busy()
-    from flows.ingest_prices import ingest_prices
-    from tasks.warehouse import WarehouseBusyError
+    from flows.ingest_prices import ingest_prices  # start-up time: Prefect loads only for the flow
 
     flow_output()
 
@@ -116,10 +125,10 @@ def ingest_prices_cmd(
             preflight("ingest")
             outcomes = ingest_prices(sources)
     except WarehouseBusyError as error:  # taken between the check and the flow
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
-    _print_totals(outcomes)
+    print_totals(outcomes)
 
 
 @ingest_app.command("telemetry")
@@ -134,21 +143,15 @@ def ingest_telemetry_cmd(
     rescan: Annotated[bool, typer.Option(help="With --mlflow: read every finished run, not only new ones")] = False,
 ) -> None:
     """Read training telemetry into the warehouse (validated, quarantined, keyed by run_id)."""
-    from tasks.telemetry.mlflow_source import MlflowMappingError
-    from tasks.warehouse import WarehouseBusyError
-
     sources = None
     if mlflow:
-        try:
-            sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
-        except MlflowMappingError as error:
-            fail(str(error), 2)
+        sources = mlflow_sources_for(paths or [], tracking_uri, mapping)
     elif tracking_uri or mapping or rescan:
-        fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", 2)
+        fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", Exit.INPUT)
     else:
         check_readable([Path(p) for p in paths or []])
     check_warehouse_not_busy()
-    from flows.ingest_telemetry import ingest_telemetry
+    from flows.ingest_telemetry import ingest_telemetry  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
@@ -156,42 +159,40 @@ def ingest_telemetry_cmd(
             preflight("ingest")
             outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         errors = "; ".join(sorted({o.error or "" for o in outcomes}))
         fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
-    _print_totals(outcomes)
+    print_totals(outcomes)
 
 
 def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
     """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
-    [[mlflow]] source in config/sources.toml that names it."""
-    from tasks.telemetry.mlflow_ingest import configured_mlflow_sources
-    from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, load_mapping
+    [[mlflow]] source in config/sources.toml that names it; one that cannot be read ends the command (exit 2)."""
+    from tasks.telemetry import mlflow_ingest, mlflow_source  # start-up time: they load MLflow
 
     if not experiments:
-        raise MlflowMappingError("--mlflow needs at least one experiment name")
-    configured = {e: s for s in configured_mlflow_sources() for e in s.experiments}
+        fail("--mlflow needs at least one experiment name", Exit.INPUT)
+    configured = {e: s for s in mlflow_ingest.configured_mlflow_sources(config_files.sources()) for e in s.experiments}
     sources = []
     for experiment in experiments:
         known = configured.get(experiment)
         uri = tracking_uri or (known.tracking_uri if known else None)
         name = mapping or (known.mapping if known else None)
         if uri is None or name is None:
-            raise MlflowMappingError(
-                f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and --mapping"
-            )
-        load_mapping(name)  # an unknown mapping is reported now, in one line
-        sources.append(MlflowSource(uri, (experiment,), name))
+            fail(f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and "
+                 "--mapping", Exit.INPUT)
+        try:
+            mlflow_source.load_mapping(name)  # an unknown mapping is reported now, in one line
+        except mlflow_source.MlflowMappingError as error:
+            fail(str(error), Exit.INPUT)
+        sources.append(mlflow_source.MlflowSource(uri, (experiment,), name))
     return sources
 
 
 @app.command()
 def run() -> None:
     """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
-    from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
-    from tasks.settings import paths
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         with guarded(fail):
@@ -200,26 +201,24 @@ def run() -> None:
             with run_lock(paths().run_lock):
                 preflight("run")
                 check_warehouse_free()
-            from flows.nightly import nightly
+            from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
 
             flow_output()
             with _tracebacks_dropped():
                 steps = nightly()
     except RunLockedError as error:
-        fail(str(error), 3)
+        fail(str(error), Exit.LOCKED)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     _print_night(steps)
 
 
 def _print_night(steps: dict[str, str]) -> None:
     """What ran, then tonight's cheapest offer per workload with its trust mark (fits 100 columns)."""
-    from tasks.ranking.offers import OfferFilter, find_offers, open_published
-    from tasks.settings import paths
 
-    console = _narrow_console()
+    console = narrow_console()
     for name, outcome in steps.items():
-        console.print(_wrapped(f"{name}: {outcome}"), highlight=False)
+        console.print(wrapped(f"{name}: {outcome}"), highlight=False)
     try:
         con = open_published(paths().published)
     except FileNotFoundError:
@@ -230,7 +229,7 @@ def _print_night(steps: dict[str, str]) -> None:
         con.close()
     if not best.is_empty():
         console.print()
-        _print_offers(best, "cost")
+        print_offers(best, "cost")
         console.print("more: gpucost offers --workload NAME [--gpu H100 --spot --max-hours 500 ...]",
                       highlight=False)
 
@@ -243,33 +242,27 @@ def train() -> None:
     import sqlalchemy.exc
     from mlflow.exceptions import MlflowException
 
-    from tasks.model.tracking import connect_tracking, tracking_uri
-    from tasks.model.training import NotEnoughTelemetryError
-    from tasks.warehouse import WarehouseBusyError
+    from tasks.model import tracking, training  # start-up time: they load MLflow and scikit-learn
 
     check_warehouse_not_busy()
 
-    uri = tracking_uri()
+    uri = tracking.tracking_uri()
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
-        from flows.guard import min_free_mb
-        from tasks.preflight import EXIT_DISK_FULL, disk_full_file, disk_full_message, sqlite_path
-        from tasks.settings import paths
-
         full = disk_full_file(error)
         if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
-            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), EXIT_DISK_FULL)
+            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), Exit.DISK_FULL)
         cause = " ".join(str(error).split()) or type(error).__name__
         fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
              f"{cause[:400]}); the champion model is unchanged")
 
     try:
         # before Prefect starts: an unreachable store is reported at once, in one line
-        connect_tracking(uri)
+        tracking.connect_tracking(uri)
     except store_failures as error:
         store_failed(error)
-    from flows.train import train as train_flow
+    from flows.train import train as train_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
@@ -278,21 +271,9 @@ def train() -> None:
                 outcome = train_flow()
             except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
                 store_failed(error)
-    except (NotEnoughTelemetryError, WarehouseBusyError) as error:
+    except (training.NotEnoughTelemetryError, WarehouseBusyError) as error:
         fail(str(error))
-    _print_wrapped(outcome.summary_line())
-
-
-def _wrapped(text: str) -> str:
-    """100 columns, continuation lines indented; paths and names are never split (a path cut at a hyphen could
-    not be copied back whole)."""
-    import textwrap
-
-    return textwrap.fill(text, 100, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
-
-
-def _print_wrapped(text: str) -> None:
-    _narrow_console().print(_wrapped(text), highlight=False)
+    print_wrapped(outcome.summary_line())
 
 
 class _DropTraceback:
@@ -323,7 +304,6 @@ class _tracebacks_dropped:
         for name in self.names:
             logging.getLogger(name).removeFilter(self.filter)
         if isinstance(error, RuntimeError) and "Prefect API" in str(error):
-            from tasks.settings import paths
 
             fail(f"the Prefect API is unavailable ({' '.join(str(error).split())}); state in "
                  f"{paths().prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
@@ -333,8 +313,7 @@ class _tracebacks_dropped:
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
     check_warehouse_not_busy()
-    from flows.publish import publish as publish_flow
-    from tasks.warehouse import WarehouseBusyError
+    from flows.publish import publish as publish_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
@@ -342,7 +321,7 @@ def publish() -> None:
             preflight("publish")
             outcome = publish_flow()
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 
@@ -353,14 +332,13 @@ def predict(
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
     check_readable([input])
-    from flows.console import configure_cli_output
 
     configure_cli_output()
-    from tasks.model.predict import NoChampionError, PredictInputError, predict_file
+    from tasks.model.predict import NoChampionError, PredictInputError, predict_file  # start-up time: MLflow
     try:
         result = predict_file(input, output)
     except PredictInputError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     except (NoChampionError, FileNotFoundError, ValueError) as error:
         fail(str(error))
     reasons = result["unscored_reason"].drop_nulls()
@@ -397,11 +375,9 @@ def offers(
     """Tonight's cheapest (or fastest) offers per workload, with the interval and the telemetry behind each."""
     import duckdb
 
-    from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
-    from tasks.settings import paths
 
     if as_csv and as_json:
-        fail("give --csv or --json, not both", 2)
+        fail("give --csv or --json, not both", Exit.INPUT)
     require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
@@ -416,7 +392,7 @@ def offers(
     try:
         known = published_workloads(con)
         if workload is not None and workload not in known:
-            fail(f"no workload {workload!r} in the published ranking (workloads: {', '.join(known)})", 2)
+            fail(f"no workload {workload!r} in the published ranking (workloads: {', '.join(known)})", Exit.INPUT)
         found = find_offers(con, wanted)
     finally:
         con.close()
@@ -428,8 +404,8 @@ def offers(
         return
     if found.is_empty():
         err.print("no ranked offer matches these filters", highlight=False)
-        raise typer.Exit(1)
-    _print_offers(found, sort.value)
+        raise typer.Exit(Exit.FAILED)
+    print_offers(found, sort.value)
 
 
 def require_positive(options: dict[str, float | None]) -> None:
@@ -438,106 +414,31 @@ def require_positive(options: dict[str, float | None]) -> None:
 
     for name, value in options.items():
         if value is not None and not (math.isfinite(value) and value > 0):
-            fail(f"{name} {value}: give a number above 0", 2)
-
-
-def _narrow_console() -> Console:
-    """stdout for tables a person reads: the terminal's width, or 100 columns when piped or logged."""
-    return out if out.is_terminal else Console(width=100)
-
-
-def _print_offers(found: object, sort_by: str) -> None:
-    """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
-    with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
-    `extrapolated`)."""
-    from tasks.display import printable
-
-    def shown(text: object) -> str:  # provider-supplied text: shown escaped, never obeyed (nor read as markup)
-        return escape(printable(str(text)))
-
-    console = _narrow_console()
-    for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
-        table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
-                      padding=(0, 1, 0, 0), show_edge=False)
-        table.add_column("#", justify="right")
-        table.add_column("offer", overflow="fold")
-        table.add_column("pricing")
-        table.add_column("GPUs", justify="right")
-        table.add_column("hours", justify="right")
-        table.add_column("$/Mtok", justify="right")
-        table.add_column("80% interval", justify="right")
-        table.add_column("t CO2e", justify="right")
-        table.add_column("telemetry")
-        for row in rows.iter_rows(named=True):
-            instances = f"{row['instances']} × " if row["instances"] and row["instances"] > 1 else ""
-            table.add_row(
-                str(row["position_in_workload"] if sort_by == "co2"
-                    else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
-                f"{shown(row['provider'])} {shown(row['region'])}\n{instances}{shown(row['instance_type'])}",
-                shown(row["pricing"].replace("_", "-")), f"{row['gpus']}×{shown(row['gpu'])}\n{shown(_network(row))}",
-                _figure(row["expected_hours"]), _usd(row["usd_per_mtoken"]),
-                f"{_usd(row['usd_per_mtoken_low'])}-{_usd(row['usd_per_mtoken_high'])}",
-                "-" if row["co2e_kg"] is None else _figure(row["co2e_kg"] / 1000.0), shown(row["trust"]),
-            )
-        console.print(table)
-        console.print()
-
-
-NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
-
-
-def _network(row: dict) -> str:
-    """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
-    (`?` marks a defaulted network)."""
-    if row["scale_up_domain_gpus"] is None:
-        return ""
-    unknown = row["network_kind"] in (None, "unknown")
-    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
-    return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
-
-
-def _figure(value: float) -> str:
-    """As a person reads it: 3 significant figures, thousands separated, no exponent."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _usd(value: float) -> str:
-    """Dollars per million tokens to 3 significant figures, trailing zeros kept (0.400, 0.0136)."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+            fail(f"{name} {value}: give a number above 0", Exit.INPUT)
 
 
 @app.command()
 def workloads() -> None:
     """The workloads the nightly ranking prices (config/workloads.toml)."""
-    from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 
     try:
-        frame = load_workloads()
+        frame = load_workloads(config_files.workloads(), config_files.ranking())
     except (WorkloadConfigError, FileNotFoundError) as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
     for column in ("name", "type", "params", "tokens", "precision", "deadline", "description"):
         table.add_column(column, overflow="fold")
     for row in frame.iter_rows(named=True):
         deadline = f"{row['deadline_hours']:,.0f} h" if row["deadline_hours"] else "-"
         table.add_row(row["workload"], row["workload_type"], f"{row['params_b']:g}B",
-                      _tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
-    _narrow_console().print(table)
-
-
-def _tokens(value: float) -> str:
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
-        if value >= size:
-            return f"{value / size:g}{unit}"
-    return f"{value:g}"
+                      tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
+    narrow_console().print(table)
 
 
 @app.command()
 def serve() -> None:
     """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
     prefect.yaml and a worker."""
-    from flows.serve import ServeError
-    from flows.serve import serve as serve_all
 
     try:
         with guarded(fail):
@@ -560,23 +461,19 @@ def sql(
     """Query the published database (or, with --warehouse, the working one), read-only and bounded."""
     import duckdb
 
-    from tasks.preflight import duckdb_problem
-    from tasks.settings import paths
-    from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, fetch_table, is_interrupt, write_csv
-    from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
     bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
     target = paths().warehouse if warehouse else paths().published
     try:
         damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
         if damaged is not None:
-            fail(damaged.message, damaged.exit_code)
+            fail(damaged.message, PROBLEM_EXITS[damaged.kind])
         # read-only, no file or network access beyond this database, settings locked, no extensions loaded
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
     except (FileNotFoundError, WarehouseBusyError) as error:
         fail(str(error))
     except KeyboardInterrupt:  # Ctrl-C while the database opens
-        fail(INTERRUPTED_MESSAGE, 130)
+        fail(INTERRUPTED_MESSAGE, Exit.SIGINT)
     try:
         if csv:
             write_csv(con, query, bounds.timeout_seconds, sys.stdout)
@@ -587,61 +484,32 @@ def sql(
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
             raise
-        fail(INTERRUPTED_MESSAGE, 130)
+        fail(INTERRUPTED_MESSAGE, Exit.SIGINT)
     except duckdb.Error as error:
         fail(f"{type(error).__name__}: {error}")
     finally:
         con.close()
     if result is not None:
-        _print_result_table(result, bounds.max_cell_chars)
+        print_result_table(result, bounds.max_cell_chars)
 
 
 def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple:
     """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
     import math
 
-    from tasks import config
-    from tasks.settings import ConfigError
-    from tasks.sql_bounds import SqlBounds
 
     try:
-        settings = config.settings().sql
+        settings = config_files.settings().sql
     except ConfigError as error:
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
-        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", 2)
+        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", Exit.INPUT)
     if max_rows is not None and max_rows < 0:
-        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", 2)
+        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", Exit.INPUT)
     bounds = SqlBounds(timeout_seconds=settings.timeout_seconds if timeout is None else timeout,
                        max_rows=settings.max_rows if max_rows is None else max_rows,
                        max_cell_chars=settings.max_cell_chars)
     return bounds, memory_limit or settings.memory_limit
-
-
-def _print_result_table(result: object, max_cell_chars: int) -> None:
-    """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
-    a cut result or cell is said under it."""
-    from tasks.display import printable
-    from tasks.sql_bounds import cell_text
-
-    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)  # type: ignore[attr-defined]
-    cut_cells = 0
-    for row in result.rows:  # type: ignore[attr-defined]
-        cells = [cell_text(v, max_cell_chars) for v in row]
-        cut_cells += sum(cut for _, cut in cells)
-        table.add_row(*(escape(text) for text, _ in cells))
-    # Piped or redirected output gets the table at its natural width instead of truncated cells.
-    (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
-    shown = len(result.rows)  # type: ignore[attr-defined]
-    if result.cut:  # type: ignore[attr-defined]
-        out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
-                         "streams them)"), style="dim", highlight=False, soft_wrap=True)
-    else:
-        out.print(f"{shown} row(s)", style="dim", highlight=False)
-    if cut_cells:
-        out.print(escape(f"{cut_cells} cell(s) longer than {max_cell_chars:,} characters cut (config/settings.toml "
-                         "[sql] max_cell_chars; --csv prints whole values)"), style="dim", highlight=False,
-                  soft_wrap=True)
 
 
 @app.command()
@@ -652,25 +520,21 @@ def fetch(
     ] = None,
 ) -> None:
     """Download current price lists from the providers' APIs into $GPUCOST_HOME/downloads/, then ingest them."""
-    from tasks.fetch.config import check_providers, load_fetch_config
-    from tasks.publishing.lock import check_warehouse_free
-    from tasks.settings import ConfigError
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
         names = check_providers(list(provider or load_fetch_config().providers))
         check_warehouse_free()
     except ConfigError as error:  # FetchConfigError too; a missing fetch.toml
-        fail(str(error), 2)
+        fail(str(error), Exit.INPUT)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
-    from flows.fetch_prices import fetch_prices
+        fail(str(error), Exit.BUSY)
+    from flows.fetch_prices import fetch_prices  # start-up time: Prefect loads only for the flow
 
     try:
         report = fetch_prices(names)
     except WarehouseBusyError as error:
-        fail(str(error), 4)
+        fail(str(error), Exit.BUSY)
     for result in report.results:
         if result.status == "skipped":
             err.print(f"{result.name}: skipped: {result.detail}", highlight=False, soft_wrap=True)
@@ -680,32 +544,23 @@ def fetch(
              + " (the other providers were ingested; the last good prices are kept)")
 
 
-# Commands that read config/*.toml: every file is validated before the command starts (exit 2, one line).
-CONFIG_COMMANDS = {"run", "train", "publish", "ingest", "fetch", "serve", "predict", "workloads"}
-
-
 def check_config(command: str | None, argv: list[str]) -> None:
     """A wrong config file or environment override is one line naming the file (or variable) and the key,
     exit 2, before any flow, Prefect server or supervisor starts."""
-    if command not in CONFIG_COMMANDS | {"sql", "offers"} or "--help" in argv:
+    spec = COMMANDS.get(command or "")
+    if spec is None or "--help" in argv:
         return
-    from tasks.config import check_all, config_file
-    from tasks.fetch.config import load_fetch_config
-    from tasks.preflight import EXIT_CONFIG, environment_problem
-    from tasks.settings import ConfigError
 
     try:
         # the overrides first: a config folder that is not there, a read-only home
-        problem = environment_problem(writes_home=command in ("run", "train", "publish", "ingest", "fetch", "serve"))
+        problem = environment_problem(writes_home=spec.writes_home)
         if problem is not None:
             raise ConfigError(problem)
-        if command in CONFIG_COMMANDS:
+        if spec.checks_config:
             check_all()
-            if config_file("fetch").exists():  # a config folder from before fetching existed: offline
-                load_fetch_config()
     except ConfigError as error:
         try:
-            fail(str(error), EXIT_CONFIG)
+            fail(str(error), Exit.INPUT)
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
 
@@ -725,28 +580,26 @@ def check_extras(command: str | None, argv: list[str], configured: bool) -> None
     """A feature asked for whose pip extra is not installed (tasks/extras.py): one line naming the extra, exit 2,
     before anything starts. First what the command line asks for (before any config is read), then, once the
     config is `configured` (checked), what it asks for."""
-    if command not in CONFIG_COMMANDS or "--help" in argv:
+    spec = COMMANDS.get(command or "")
+    if spec is None or not spec.checks_config or "--help" in argv:
         return
-    from tasks.extras import MissingExtraError, check_command, require
-    from tasks.preflight import EXIT_CONFIG
 
     try:
         if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
             require("aws", "the aws-spot price fetch")  # in the configured list it is skipped instead
         if configured:
-            from tasks import config
-            from tasks.settings import Environment
 
-            check_command(command, config.settings().ingest.runner.kind, Environment.current().mlflow_tracking_uri)
+            check_command(command, config_files.settings().ingest.runner.kind,
+                          Environment.current().mlflow_tracking_uri)
     except MissingExtraError as error:
         try:
-            fail(str(error), EXIT_CONFIG)
+            fail(str(error), Exit.INPUT)
         except typer.Exit as stop:
             sys.exit(stop.exit_code)
 
 
 def main() -> None:
-    """The `gpucost` entry point: long-running commands run under a supervisor (flows/guard.py) that stops
+    """The `gpucost` entry point: long-running commands run under a supervisor (gpucost/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -754,10 +607,9 @@ def main() -> None:
         check_extras(command, argv, configured=False)
         check_config(command, argv)
         check_extras(command, argv, configured=True)
-    if command in SUPERVISED and not is_worker():
+    if command in COMMANDS and COMMANDS[command].supervised and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():
-        from tasks.interrupts import install_worker_handlers
 
         install_worker_handlers()
     app()

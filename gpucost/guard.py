@@ -1,5 +1,5 @@
 """What every long-running `gpucost` command does around its work: run it under a supervisor that stops the
-whole process group on SIGTERM/SIGINT (tasks/interrupts.py), check the stores it will touch before it starts
+whole process group on SIGTERM/SIGINT (gpucost/processes.py), check the stores it will touch before it starts
 (tasks/preflight.py), and turn an interrupt or a full disk into one line and a documented exit code."""
 
 from __future__ import annotations
@@ -12,31 +12,34 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tasks import config
-from tasks.interrupts import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
+from typer import Exit as CommandExit
+
+from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
+from gpucost.processes import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
+from tasks import config_files
+from tasks.ingest.registry import IngestAborted, find_aborted
 from tasks.preflight import (
-    EXIT_BUSY,
-    EXIT_CONFIG,
-    EXIT_DAMAGED,
-    EXIT_DISK_FULL,
     Preflight,
     PreflightError,
     check_stores,
-    disk_full_file,
     disk_full_message,
 )
-from tasks.settings import paths
-
-# Commands that start a Prefect server (or run long): run under the supervisor.
-SUPERVISED = ("run", "serve", "train", "publish", "ingest", "fetch")
+from tasks.publishing.night import check_targets
+from tasks.publishing.ownership import ForeignTargetError
+from tasks.publishing.parquet import parquet_root
+from tasks.ranking.rank import NoOffersError
+from tasks.ranking.workloads import load_workloads, require_workloads
+from tasks.settings import ConfigError, paths
+from tasks.stores import disk_full_file
+from tasks.warehouse import WarehouseBusyError
 
 
 def grace_seconds() -> float:
-    return config.settings().signals.stop_grace_seconds
+    return config_files.settings().signals.stop_grace_seconds
 
 
 def min_free_mb() -> float:
-    return config.settings().preflight.min_free_mb
+    return config_files.settings().preflight.min_free_mb
 
 
 def served_note(started: datetime) -> str:
@@ -89,12 +92,13 @@ def is_worker() -> bool:
 def preflight(command: str) -> Preflight:
     """The stores `command` touches. Fatal problems raise PreflightError; the rest are printed as warnings."""
     p = paths()
-    if command in ("ingest",):
+    stores = COMMANDS[command].stores
+    if stores == "warehouse":
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse)
-    elif command == "train":
+    elif stores == "warehouse+mlflow":
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, tracking_uri=p.mlflow_tracking_uri,
                                fatal=("disk", "warehouse", "mlflow"))
-    else:  # run, publish, serve: a damaged published file is rebuilt, a damaged MLflow store skips training
+    else:  # a night (run, publish, serve): a damaged published file is rebuilt, a damaged MLflow store skips training
         check_publish_targets()
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, published=p.published,
                                tracking_uri=p.mlflow_tracking_uri)
@@ -107,52 +111,43 @@ def preflight(command: str) -> Preflight:
 def check_publish_targets() -> None:
     """What publish would replace (the published database, the chart, the Parquet folder) is absent or gpucost's:
     raises ForeignTargetError (exit 5) before any work."""
-    from tasks.publishing.night import check_targets
-    from tasks.publishing.parquet import parquet_root
+    # start-up time: the publishing and ranking modules load polars, MLflow; `gpucost --help` needs neither
 
-    check_targets(paths().published, parquet_root(config.ranking().publish))
+    check_targets(paths().published, parquet_root(config_files.ranking().publish))
 
 
 def check_workloads() -> None:
     """config/workloads.toml validated (and not empty) before any work: raises WorkloadConfigError."""
-    from tasks.ranking.workloads import load_workloads, require_workloads
 
-    require_workloads(load_workloads())
+    require_workloads(load_workloads(config_files.workloads(), config_files.ranking()))
 
 
 @contextmanager
 def guarded(fail: object) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes")."""
-    from typer import Exit as CommandExit
-
-    from tasks.ingest.registry import IngestAborted, find_aborted
-    from tasks.publishing.ownership import ForeignTargetError
-    from tasks.ranking.rank import NoOffersError
-    from tasks.settings import ConfigError
-    from tasks.warehouse import WarehouseBusyError
 
     try:
         yield
     except PreflightError as error:
-        fail(error.problem.message, error.problem.exit_code)  # type: ignore[operator]
+        fail(error.problem.message, PROBLEM_EXITS[error.problem.kind])  # type: ignore[operator]
     except WarehouseBusyError as error:  # e.g. found by the pre-flight check, which opens the warehouse
-        fail(str(error), EXIT_BUSY)  # type: ignore[operator]
+        fail(str(error), Exit.BUSY)  # type: ignore[operator]
     except ConfigError as error:  # e.g. a workloads file emptied since the command started
-        fail(str(error), EXIT_CONFIG)  # type: ignore[operator]
+        fail(str(error), Exit.INPUT)  # type: ignore[operator]
     except NoOffersError as error:
-        fail(str(error), 1)  # type: ignore[operator]
+        fail(str(error), Exit.FAILED)  # type: ignore[operator]
     except ForeignTargetError as error:  # a publish target gpucost did not make: nothing written
-        fail(str(error), EXIT_DAMAGED)  # type: ignore[operator]
+        fail(str(error), Exit.DAMAGED)  # type: ignore[operator]
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
-        fail(str(error), EXIT_DISK_FULL)  # type: ignore[operator]
+        fail(str(error), Exit.DISK_FULL)  # type: ignore[operator]
     except CommandExit:  # the command has said its one line already (its cause would be said twice)
         raise
     except Exception as error:
         stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
         if stopped is not None:
-            fail(str(stopped), EXIT_DISK_FULL)  # type: ignore[operator]
+            fail(str(stopped), Exit.DISK_FULL)  # type: ignore[operator]
         file = disk_full_file(error)
         if file is None:
             raise
-        fail(disk_full_message(file, paths().home, min_free_mb()), EXIT_DISK_FULL)  # type: ignore[operator]
+        fail(disk_full_message(file, paths().home, min_free_mb()), Exit.DISK_FULL)  # type: ignore[operator]

@@ -74,7 +74,7 @@ class ProgressHandler(logging.Handler):
                 stream.write(("\r\x1b[K" if self.pending else "") + text + "\n")
                 self.pending = False
             stream.flush()
-        except Exception:  # noqa: BLE001 - logging's contract: a handler never raises into the caller
+        except Exception:  # logging's contract: a handler never raises into the caller
             self.handleError(record)
 
 

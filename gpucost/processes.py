@@ -33,10 +33,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpucost.commands import Exit
+
 WORKER_ENV = "GPUCOST_WORKER"        # set in the work process: install the handlers, do not supervise again
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+EXIT_INTERRUPTED = {signal.SIGINT: Exit.SIGINT, signal.SIGTERM: Exit.SIGTERM, signal.SIGHUP: Exit.SIGHUP}
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
@@ -108,7 +110,7 @@ class Supervised:
 
 def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervised], None] | None = None,
               poll_seconds: float = 0.05) -> Supervised:
-    """Run `python -m flows.cli ARGV` as the leader of a new process group and wait for it, passing SIGTERM,
+    """Run `python -m gpucost.cli ARGV` as the leader of a new process group and wait for it, passing SIGTERM,
     SIGINT and SIGHUP on to it as SIGTERM (then SIGKILL to the whole group after `grace_seconds`)."""
     started = time.monotonic()
     received: list[int] = []
@@ -118,7 +120,7 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
-        child = subprocess.Popen([sys.executable, "-m", "flows.cli", *argv], env={**os.environ, WORKER_ENV: "1"},
+        child = subprocess.Popen([sys.executable, "-m", "gpucost.cli", *argv], env={**os.environ, WORKER_ENV: "1"},
                                  start_new_session=True, preexec_fn=die_with_parent)
         pgid = child.pid
         deadline: float | None = None

@@ -22,8 +22,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tasks import config
-from tasks.interrupts import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
+from gpucost.processes import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
+from tasks import config_files
 from tasks.settings import PROJECT_ROOT, Environment, paths
 
 WORK_POOL = "gpucost-local"             # the pool every deployment of prefect.yaml names (tests/test_definitions.py)
@@ -32,7 +32,7 @@ SERVE_MARK = "GPUCOST_SERVE_PID"        # in the worker's environment, so in eve
 
 
 class ServeError(RuntimeError):
-    """A part of the set-up did not start or stopped: said in one line (flows/cli.py)."""
+    """A part of the set-up did not start or stopped: said in one line (gpucost/cli.py)."""
 
 
 class Stopped(BaseException):
@@ -163,7 +163,7 @@ def describe(client: Any) -> list[str]:
 def stop_all(children: list[subprocess.Popen], mark: str) -> None:
     """Kill the flow runs the worker started (each in a session of its own, beyond any process group: found by
     the mark in their environment), then the worker's and the server's process groups. Killed, not asked to
-    stop, as tasks/interrupts.py explains: every write of a run is safe against a kill, the server's SQLite
+    stop, as gpucost/processes.py explains: every write of a run is safe against a kill, the server's SQLite
     state survives it, and a SIGTERM made both print cancellation tracebacks over the supervisor's one line."""
     for pid in processes_with_env(SERVE_MARK, mark):
         _kill(pid, signal.SIGKILL)
@@ -189,7 +189,7 @@ def _killpg(pgid: int, sig: int) -> None:
 
 
 def serve() -> None:
-    settings = config.settings().serve
+    settings = config_files.settings().serve
     host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
     prefect_home, mark = paths().prefect_home, str(os.getpid())
@@ -226,7 +226,7 @@ def serve() -> None:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_IGN)
         stop_all(children, mark)
-        # the supervisor prints the one line saying what stopped (flows/guard.py)
+        # the supervisor prints the one line saying what stopped (gpucost/guard.py)
         os._exit(EXIT_INTERRUPTED.get(signal.Signals(stop.signum), 128 + stop.signum))
     finally:
         for sig in STOP_SIGNALS:  # a signal now would cut the clean-up short

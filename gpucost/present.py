@@ -1,0 +1,127 @@
+"""What a person reads on the command line: the tables (offers, workloads, a query's rows, a night's summary)
+and the number formats in them. Everything shown that came from data is escaped (tasks/display.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tasks.display import printable
+from tasks.sql_bounds import cell_text
+from tasks.summary import totals
+
+out = Console()
+
+
+def narrow_console() -> Console:
+    """stdout for tables a person reads: the terminal's width, or 100 columns when piped or logged."""
+    return out if out.is_terminal else Console(width=100)
+
+
+def wrapped(text: str) -> str:
+    """100 columns, continuation lines indented; paths and names are never split (a path cut at a hyphen could
+    not be copied back whole)."""
+    return textwrap.fill(text, 100, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+
+
+def print_wrapped(text: str) -> None:
+    narrow_console().print(wrapped(text), highlight=False)
+
+
+def print_totals(outcomes: list) -> None:
+
+    t = totals(outcomes)
+    print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
+                   f"ingested, {t['files_quarantined']} quarantined; rows: {t['rows_loaded']:,} loaded, "
+                   f"{t['rows_quarantined']:,} quarantined (why: the quarantine_summary table)")
+
+
+def print_offers(found: object, sort_by: str) -> None:
+    """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
+    with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
+    `extrapolated`)."""
+    def shown(text: object) -> str:  # provider-supplied text: shown escaped, never obeyed (nor read as markup)
+        return escape(printable(str(text)))
+
+    console = narrow_console()
+    for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
+        table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
+                      padding=(0, 1, 0, 0), show_edge=False)
+        table.add_column("#", justify="right")
+        table.add_column("offer", overflow="fold")
+        table.add_column("pricing")
+        table.add_column("GPUs", justify="right")
+        table.add_column("hours", justify="right")
+        table.add_column("$/Mtok", justify="right")
+        table.add_column("80% interval", justify="right")
+        table.add_column("t CO2e", justify="right")
+        table.add_column("telemetry")
+        for row in rows.iter_rows(named=True):
+            instances = f"{row['instances']} × " if row["instances"] and row["instances"] > 1 else ""
+            table.add_row(
+                str(row["position_in_workload"] if sort_by == "co2"
+                    else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
+                f"{shown(row['provider'])} {shown(row['region'])}\n{instances}{shown(row['instance_type'])}",
+                shown(row["pricing"].replace("_", "-")), f"{row['gpus']}×{shown(row['gpu'])}\n{shown(network(row))}",
+                figure(row["expected_hours"]), usd(row["usd_per_mtoken"]),
+                f"{usd(row['usd_per_mtoken_low'])}-{usd(row['usd_per_mtoken_high'])}",
+                "-" if row["co2e_kg"] is None else figure(row["co2e_kg"] / 1000.0), shown(row["trust"]),
+            )
+        console.print(table)
+        console.print()
+
+
+NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
+
+
+def network(row: dict) -> str:
+    """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
+    (`?` marks a defaulted network)."""
+    if row["scale_up_domain_gpus"] is None:
+        return ""
+    unknown = row["network_kind"] in (None, "unknown")
+    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
+    return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
+
+
+def figure(value: float) -> str:
+    """As a person reads it: 3 significant figures, thousands separated, no exponent."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def usd(value: float) -> str:
+    """Dollars per million tokens to 3 significant figures, trailing zeros kept (0.400, 0.0136)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+
+
+def tokens(value: float) -> str:
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6)):
+        if value >= size:
+            return f"{value / size:g}{unit}"
+    return f"{value:g}"
+
+
+def print_result_table(result: object, max_cell_chars: int) -> None:
+    """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
+    a cut result or cell is said under it."""
+    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)  # type: ignore[attr-defined]
+    cut_cells = 0
+    for row in result.rows:  # type: ignore[attr-defined]
+        cells = [cell_text(v, max_cell_chars) for v in row]
+        cut_cells += sum(cut for _, cut in cells)
+        table.add_row(*(escape(text) for text, _ in cells))
+    # Piped or redirected output gets the table at its natural width instead of truncated cells.
+    (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
+    shown = len(result.rows)  # type: ignore[attr-defined]
+    if result.cut:  # type: ignore[attr-defined]
+        out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
+                         "streams them)"), style="dim", highlight=False, soft_wrap=True)
+    else:
+        out.print(f"{shown} row(s)", style="dim", highlight=False)
+    if cut_cells:
+        out.print(escape(f"{cut_cells} cell(s) longer than {max_cell_chars:,} characters cut (config/settings.toml "
+                         "[sql] max_cell_chars; --csv prints whole values)"), style="dim", highlight=False,
+                  soft_wrap=True)

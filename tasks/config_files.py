@@ -1,0 +1,125 @@
+"""The configuration files (config/*.toml) as their typed models, put together from the sections each domain
+owns. Entry points (the command line, the Prefect flows) load what they need here once and pass the typed
+sections down; nothing in tasks/ imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
+
+from tasks import config
+from tasks.config import Count, NonNegative, Strict
+from tasks.fetch.config import fetch_config_model
+from tasks.ingest.config import IngestSettings
+from tasks.model.config import Models
+from tasks.prices.config import PriceValidation
+from tasks.ranking.config import Ranking
+from tasks.ranking.workloads import WorkloadsFile, load_workloads
+from tasks.reference import ReferenceFiles
+from tasks.sources import Sources
+from tasks.telemetry.config import MlflowTelemetry, Telemetry
+
+# ----------------------------------------------------------------- settings.toml: the application's own sections
+
+
+class PrefectRetries(Strict):
+    task_retries: Annotated[int, Field(ge=0)] = 2
+    task_retry_delay_seconds: NonNegative = 2
+
+
+class ServeSettings(Strict):
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 4200
+
+
+class PreflightSettings(Strict):
+    min_free_mb: NonNegative = 256
+
+
+class SignalSettings(Strict):
+    stop_grace_seconds: NonNegative = 5
+
+
+class SqlSettings(Strict):
+    """config/settings.toml [sql]: the bounds of `gpucost sql` (0 lifts the timeout and the row limit)."""
+
+    timeout_seconds: NonNegative = 60.0
+    memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = "1GB"
+    max_rows: Annotated[int, Field(ge=0)] = 1000
+    max_cell_chars: Count = 10_000
+
+
+class Validation(Strict):
+    prices: PriceValidation = PriceValidation()
+
+
+class Settings(Strict):
+    """config/settings.toml."""
+
+    reference: ReferenceFiles = ReferenceFiles()
+    validation: Validation = Validation()
+    ingest: IngestSettings = IngestSettings()
+    prefect: PrefectRetries = PrefectRetries()
+    serve: ServeSettings = ServeSettings()
+    preflight: PreflightSettings = PreflightSettings()
+    signals: SignalSettings = SignalSettings()
+    sql: SqlSettings = SqlSettings()
+
+
+MODELS: dict[str, type[BaseModel]] = {
+    "settings": Settings,
+    "sources": Sources,
+    "telemetry": Telemetry,
+    "mlflow_telemetry": MlflowTelemetry,
+    "ranking": Ranking,
+    "models": Models,
+    "workloads": WorkloadsFile,
+}
+
+
+def settings() -> Settings:
+    return config.load("settings", Settings)
+
+
+def sources() -> Sources:
+    return config.load("sources", Sources)
+
+
+def telemetry() -> Telemetry:
+    return config.load("telemetry", Telemetry)
+
+
+def mlflow_telemetry() -> MlflowTelemetry:
+    return config.load("mlflow_telemetry", MlflowTelemetry)
+
+
+def ranking() -> Ranking:
+    return config.load("ranking", Ranking)
+
+
+def models() -> Models:
+    return config.load("models", Models)
+
+
+def workloads() -> WorkloadsFile:
+    return config.load("workloads", WorkloadsFile)
+
+
+def check_all() -> None:
+    """Every config file validated (and the workloads against the ranking), ConfigError at the first problem:
+    the command line calls this before any flow starts. A config folder from before fetching existed has no
+    fetch.toml: the nightly run is then offline."""
+    for name, model in MODELS.items():
+        config.load(name, model)
+    load_workloads(workloads(), ranking())
+    if config.config_file("fetch").exists():
+        config.load("fetch", fetch_config_model())
+
+
+def load_config(name: str) -> dict[str, Any]:
+    """`config/<name>.toml` (or the same file under `GPUCOST_CONFIG_DIR`) as plain tables, validated first by its
+    typed model (ConfigError in one line), for scripts and tests that edit a file's tables."""
+    config.load(name, MODELS[name])
+    return config.read_toml(name)

@@ -1,0 +1,132 @@
+"""config/telemetry.toml (spelling tables, validation bounds) and config/mlflow_telemetry.toml (how MLflow runs
+map onto the telemetry contract), as typed models over the contract's vocabularies."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from tasks import config
+from tasks.config import Count, NonNegative, Positive, Strict
+from tasks.telemetry.contract import (
+    CHECKPOINTING_KINDS,
+    INPUT_KINDS,
+    LOW_PRECISION_FAMILIES,
+    MLFLOW_READER_FIELDS,
+    PRECISION_FAMILIES,
+    PRECISION_RECIPES,
+    WORKLOAD_TYPES,
+)
+
+
+class PrecisionSpec(Strict):
+    family: Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
+    recipe: Literal[PRECISION_RECIPES]  # type: ignore[valid-type]
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe_fits_family(cls, recipe: str, info: Any) -> str:
+        family = info.data.get("family")
+        if family is not None and (family in LOW_PRECISION_FAMILIES) != (recipe != "none"):
+            raise ValueError(f"fp8/fp4 name their recipe, other families have recipe 'none' (got {family} {recipe})")
+        return recipe
+
+
+Family = Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
+
+
+class TelemetryValidation(Strict):
+    """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
+
+    min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
+    max_implied_peak_ratio: Positive = 1.0
+    max_num_gpus: Count = 250_000
+    min_params_b: Positive = 0.01
+    max_params_b: Positive = 100_000.0
+    max_seq_len: Count = 100_000_000
+    max_micro_batch: Count = 100_000
+    max_future_hours: NonNegative = 24.0
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> TelemetryValidation:
+        if self.min_implied_peak_ratio >= self.max_implied_peak_ratio:
+            raise ValueError("min_implied_peak_ratio must be below max_implied_peak_ratio")
+        return self
+
+
+class Telemetry(Strict):
+    """config/telemetry.toml: the spelling tables and the validation threshold."""
+
+    validation: TelemetryValidation = TelemetryValidation()
+    precision: dict[str, Family | PrecisionSpec] = {}
+    precision_prefix: dict[str, PrecisionSpec] = {}
+    workload: dict[str, Literal[WORKLOAD_TYPES]] = {}  # type: ignore[valid-type]
+    activation_checkpointing: dict[str, Literal[CHECKPOINTING_KINDS]] = {}  # type: ignore[valid-type]
+
+    @field_validator("precision")
+    @classmethod
+    def _low_precision_names_its_recipe(cls, table: dict[str, Any]) -> dict[str, Any]:
+        for key, value in table.items():
+            if isinstance(value, str) and value in LOW_PRECISION_FAMILIES:
+                raise ValueError(f"{key!r} = {value!r}: fp8/fp4 spellings name their recipe, e.g. "
+                                 f'{{ family = "{value}", recipe = "delayed" }}')
+        return table
+
+    def family_and_recipe(self, value: str | PrecisionSpec) -> tuple[str, str]:
+        """A [precision] value: "bf16" (family, recipe none) or { family = "fp8", recipe = "rowwise" }."""
+        return (value, "none") if isinstance(value, str) else (value.family, value.recipe)
+
+
+class MlflowDefaults(Strict):
+    warmup_steps: Annotated[int, Field(ge=0)] = 0
+    eval_metric_prefixes: list[str] = []
+    power_metric_pattern: str = r"^system/(?:[^/]+/)?gpu_(\d+)_power_usage_watts$"
+    page_size: Count = 500
+    lookback_minutes: NonNegative = 60
+
+
+class Throughput(Strict):
+    kind: Literal["rate", "counter", "step_time", "totals"]
+    metric: str | list[str] | None = None
+    per_gpu: bool = False
+    tokens_per_step: Any = None    # field specs (tasks/telemetry/mlflow_source.py resolves and names them)
+    tokens: Any = None
+    seconds: Any = None
+
+
+class MlflowMapping(Strict):
+    """One [mappings.NAME]: contract field -> field spec (resolved by tasks/telemetry/mlflow_source.py, which
+    names a bad spec), plus the reader's own keys. A key that is no contract field is a typo."""
+
+    model_config = ConfigDict(extra="allow")  # the contract fields, checked below
+
+    throughput: Throughput
+    eval_metric_prefixes: list[str] = []
+    warmup_steps: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _contract_fields_only(self) -> MlflowMapping:
+        for key in self.model_extra or {}:
+            if key not in INPUT_KINDS:
+                raise ValueError(f"{key} is not a field of the telemetry contract (a typo?)")
+            if key in MLFLOW_READER_FIELDS:
+                raise ValueError(f"{key} is derived by the reader itself; a mapping cannot set it")
+        return self
+
+
+class MlflowTelemetry(Strict):
+    """config/mlflow_telemetry.toml."""
+
+    defaults: MlflowDefaults = MlflowDefaults()
+    mappings: dict[str, MlflowMapping] = {}
+
+
+def telemetry_config() -> Telemetry:
+    """config/telemetry.toml, for a caller that was not handed it."""
+    return config.load("telemetry", Telemetry)
+
+
+def mlflow_telemetry_config() -> MlflowTelemetry:
+    """config/mlflow_telemetry.toml, for a caller that was not handed it."""
+    return config.load("mlflow_telemetry", MlflowTelemetry)
