@@ -6,58 +6,34 @@ SQL lives in `sql/*.sql`; Python only names the file and binds parameters.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from tasks.landing_zone import land_raw_record_tables
 from tasks.settings import SQL_DIR, paths
+from tasks.sql_files import execute, query, sql_text, transaction
+
+__all__ = ["execute", "query", "sql_text", "transaction"]  # the SQL helpers' usual import path
 
 
 class WarehouseBusyError(RuntimeError):
     """Another process holds the DuckDB file lock."""
 
 
-@cache
-def sql_text(name: str) -> str:
-    """The text of `sql/<name>.sql` (name without the suffix, e.g. `prices/merge_observations`)."""
-    path = SQL_DIR / f"{name}.sql"
-    if not path.exists():
-        raise FileNotFoundError(f"SQL file {path} is missing")
-    return path.read_text(encoding="utf-8")
-
-
-def execute(
-    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | Sequence[Any] | None = None
-) -> duckdb.DuckDBPyConnection:
-    """Run one statement from `sql/<name>.sql` with bound parameters."""
-    if params is None:
-        return con.execute(sql_text(name))
-    return con.execute(sql_text(name), params)
-
-
-def query(
-    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, Any] | Sequence[Any] | None = None
-) -> duckdb.DuckDBPyRelation:
-    """A relation from `sql/<name>.sql` (one query, bound parameters): `.pl()` for polars, `.fetchall()`."""
-    return con.sql(sql_text(name), params=params)
-
-
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Create schemas, tables and views. Every DDL file is idempotent, so this runs on every connect; a change
     the DDL cannot make in place (a dropped constraint; the JSON record tables moved to the landing zone,
-    tasks/ingest/landing.py) is made once, in one transaction (sql/migrations)."""
+    tasks/landing_zone.py) is made once, in one transaction (sql/migrations)."""
     _run_ddl(con)
     if query(con, "migrations/telemetry_runs_keyed").fetchall()[0][0]:
         with transaction(con):
             execute(con, "migrations/set_aside_keyed_telemetry_runs")
             _run_ddl(con)
             execute(con, "migrations/restore_keyed_telemetry_runs")
-    from tasks.ingest.landing import land_raw_record_tables  # the ingest layer imports this module
-
     land_raw_record_tables(con)
 
 
@@ -127,18 +103,6 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iter
             con.unregister(name)
         except duckdb.TransactionException:
             pass  # the block failed and aborted the transaction: its own error is the one to report
-
-
-@contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
-    """All or nothing: a file's rows land together or not at all."""
-    con.execute("begin transaction")
-    try:
-        yield con
-    except BaseException:
-        con.execute("rollback")
-        raise
-    con.execute("commit")
 
 
 @contextmanager
