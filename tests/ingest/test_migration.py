@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tasks import landing_zone
 from tasks.ingest import landing
 from tasks.settings import PROJECT_ROOT
 from tasks.warehouse import connect
@@ -116,14 +117,14 @@ def test_an_old_warehouse_migrates_its_records_to_the_landing_zone(old_warehouse
 def test_a_migration_that_fails_changes_nothing(old_warehouse: Path, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     path = _copy(old_warehouse, tmp_path)
-    real_execute = landing.execute
+    real_execute = landing_zone.execute
 
     def failing(con, name, params=None):
         if name == "migrations/drop_raw_record_tables":
             raise duckdb.IOException("injected: the disk went away")
         return real_execute(con, name, params)
 
-    monkeypatch.setattr(landing, "execute", failing)
+    monkeypatch.setattr(landing_zone, "execute", failing)
     with pytest.raises(duckdb.IOException, match="injected"):
         connect(path)
     monkeypatch.setattr(landing, "execute", real_execute)

@@ -10,9 +10,9 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from tasks.config_files import load_config
 from tasks.model.contract_rows import ContractFeatures
 from tasks.model.structured import StructuredConfig, compute_terms, estimated_moe_shape, step_time_parts
-from tasks.settings import load_config
 
 # data/reference/model_shapes.csv, Qwen3-30B-A3B (HF config.json): 48 layers, d_model 2048, 128 experts, top-8,
 # expert FFN 768, SwiGLU (3 matrices), no shared experts, every layer MoE. 8 H100 SXM (HGX: NVLink 450 GB/s per

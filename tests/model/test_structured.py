@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tasks.config_files import load_config
 from tasks.model.evaluation import GroupedCV, select_best
 from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
 from tasks.model.structured import StructuredConfig, compute_terms, parse_parallelism, step_time_parts
-from tasks.settings import load_config
 
 # One bundled row (published_benchmarks.csv, NeMo AutoModel): Llama-3-8B LoRA-less pretrain on 1 H100-SXM,
 # here with the shape of Llama-3-8B (32 x 4096) and the H100-SXM specs of data/reference/gpu_specs.csv.

@@ -479,7 +479,8 @@ def test_offers_shows_provider_names_escaped_never_obeyed(work_home: States, tmp
     published = tmp_path / "published.duckdb"
     shutil.copy(home / "published.duckdb", published)
     with duckdb.connect(str(published)) as con:
-        con.execute("update gpu_cost_ranking set instance_type = 'p5' || chr(8238) || 'lave' || chr(10) || "
+        # gpu_cost_ranking is a view of the history's newest night: the stored rows are changed there
+        con.execute("update gpu_cost_ranking_history set instance_type = 'p5' || chr(8238) || 'lave' || chr(10) || "
                     "'[bold]x', region = 'r' || chr(27) || '[31m'")
     returncode, stderr = gpucost(work_home, "offers", "--limit", "1", env={"GPUCOST_PUBLISHED": str(published)},
                                  timeout=60)
