@@ -27,6 +27,7 @@ import httpx
 import tenacity
 from pydantic import Field
 
+from tasks.landing_zone import fsync
 from tasks.settings import Strict
 
 CHUNK_BYTES = 1 << 20
@@ -246,14 +247,6 @@ def remove_partial_files(root: Path) -> list[Path]:
     return removed
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _check_format(head: bytes, content_type: str, expect: str, url: str) -> str | None:
     """Why this body is not the expected kind (None if it is)."""
     start = head.lstrip()[:64].lower()
@@ -337,7 +330,7 @@ def _attempt(
                 quarantine_dir.mkdir(parents=True, exist_ok=True)
                 final = quarantine_dir / target.name
             os.replace(tmp, final)
-            _fsync_dir(final.parent)
+            fsync(final.parent)
         finally:
             tmp.unlink(missing_ok=True)
         if problem:
@@ -371,7 +364,7 @@ def write_atomically(target: Path, chunks: Iterable[bytes]) -> tuple[int, str]:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-        _fsync_dir(target.parent)
+        fsync(target.parent)
     finally:
         tmp.unlink(missing_ok=True)
     return size, digest.hexdigest()

@@ -205,12 +205,7 @@ def _land_part(path: Path, part: Part, folder: Path, outcome: FileOutcome) -> st
     try:
         outcome.landed_path = land_part(part, folder).landed_path
     except OSError as error:
-        failure = machine_failure(error)
-        if failure is not None:
-            raise aborted(path, failure) from error
-        if is_transient(error):
-            raise
-        return _unreadable(path, error)
+        return _landing_failed(path, error)
     return None
 
 
@@ -224,12 +219,7 @@ def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> st
     try:
         outcome.landed_path = land_file(path, folder, outcome.content_sha256).landed_path
     except OSError as error:
-        failure = machine_failure(error)
-        if failure is not None:
-            raise aborted(path, failure) from error
-        if is_transient(error):
-            raise
-        return _unreadable(path, error)
+        return _landing_failed(path, error)
     except ValueError as error:  # the bytes changed since they were hashed
         return str(error)
     return None
@@ -275,6 +265,17 @@ def raise_unless_content(error: BaseException, path: Path | str) -> None:
         raise aborted(path, failure) from error
     if is_transient(error):
         raise error
+
+
+def _landing_failed(path: Path, error: OSError) -> str:
+    """Why a file that could not land is quarantined tonight; the machine's failure raises IngestAborted and a
+    transient I/O error is raised again (the task retries it)."""
+    failure = machine_failure(error)
+    if failure is not None:
+        raise aborted(path, failure) from error
+    if is_transient(error):
+        raise error
+    return _unreadable(path, error)
 
 
 def _unreadable(path: Path, error: OSError) -> str:
