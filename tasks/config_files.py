@@ -13,13 +13,13 @@ from tasks import config
 from tasks.config import Count, NonNegative, Strict
 from tasks.fetch.config import fetch_config_model
 from tasks.ingest.config import IngestSettings
-from tasks.model.config import Models
+from tasks.model.config import Models, models_config
 from tasks.prices.config import PriceValidation
-from tasks.ranking.config import Ranking
-from tasks.ranking.workloads import WorkloadsFile, load_workloads
+from tasks.ranking.config import Ranking, ranking_config
+from tasks.ranking.workloads import WorkloadsFile, load_workloads, workloads_config
 from tasks.reference import ReferenceFiles
 from tasks.sources import Sources
-from tasks.telemetry.config import MlflowTelemetry, Telemetry
+from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
 
 # ----------------------------------------------------------------- settings.toml: the application's own sections
 
@@ -87,24 +87,12 @@ def sources() -> Sources:
     return config.load("sources", Sources)
 
 
-def telemetry() -> Telemetry:
-    return config.load("telemetry", Telemetry)
-
-
-def mlflow_telemetry() -> MlflowTelemetry:
-    return config.load("mlflow_telemetry", MlflowTelemetry)
-
-
-def ranking() -> Ranking:
-    return config.load("ranking", Ranking)
-
-
-def models() -> Models:
-    return config.load("models", Models)
-
-
-def workloads() -> WorkloadsFile:
-    return config.load("workloads", WorkloadsFile)
+# The entry points' names for the loaders the domains own (one loader per file).
+telemetry = telemetry_config
+mlflow_telemetry = mlflow_telemetry_config
+ranking = ranking_config
+models = models_config
+workloads = workloads_config
 
 
 def check_all() -> None:
