@@ -22,12 +22,13 @@ LOCK_ARGS ?=
 
 .PHONY: run test test-fast lint lint-next lock lock-check bench bench-accuracy serve clean mlflow-ui
 
-# The locked versions only (pip refuses anything without its hash), then gpucost itself without dependencies;
-# pip check fails when pyproject.toml asks for something the lock lacks. pip's progress on a terminal only.
+# The locked versions only (pip refuses anything without its hash; --no-deps: the lock is complete, and pip's resolver
+# would otherwise re-resolve a dependency named with an extra, httpx[http2], against the index's newest release), then
+# gpucost itself without dependencies; pip check fails when a package needs something the lock lacks. pip's progress on a terminal only.
 $(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON_BIN) -m venv $(VENV)
 	@echo "installing the locked dependencies ($(LOCK)) and gpucost into $(VENV)"
-	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install $$(test -t 1 || echo --quiet) --no-deps --require-hashes -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m pip check
 	touch $(STAMP)
