@@ -28,7 +28,11 @@ current_prices as (
 
 gpu_medians as (
     select gpu, median(usd_per_gpu_hour) as median_usd_per_gpu_hour  -- USD per GPU-hour
-    from (select * from priced union all select * from current_prices)
+    from (
+        select * from priced
+        union all
+        select * from current_prices
+    ) as prices
     group by gpu
 ),
 
@@ -39,9 +43,12 @@ classes as (
 final as (
     select
         staged._row_id,
-        case when staged.usd_per_gpu_hour > 0 and staged.record_kind is distinct from 'storage'
-             then greatest(staged.usd_per_gpu_hour / medians.median_usd_per_gpu_hour,
-                           medians.median_usd_per_gpu_hour / staged.usd_per_gpu_hour)
+        -- the condition in parentheses: sqlfluff's DuckDB grammar cannot parse a bare `is distinct from` in `case when`
+        case when (staged.usd_per_gpu_hour > 0 and staged.record_kind is distinct from 'storage')
+                then greatest(
+                        staged.usd_per_gpu_hour / medians.median_usd_per_gpu_hour,
+                        medians.median_usd_per_gpu_hour / staged.usd_per_gpu_hour
+                    )
         end as gpu_price_factor,                                              -- >= 1 either direction
         staged.usd_per_gpu_hour / classes.min_usd_per_gpu_hour as vs_class_floor,      -- < 1: below the floor
         staged.usd_per_gpu_hour / classes.max_usd_per_gpu_hour as vs_class_ceiling,    -- > 1: above the ceiling
@@ -59,7 +66,8 @@ alter table staging_file_rows add column vs_class_ceiling double;      -- ratio;
 alter table staging_file_rows add column observed_hours_ahead double;  -- hours after the ingest
 
 update staging_file_rows as staged
-set gpu_price_factor = plausibility.gpu_price_factor,
+set
+    gpu_price_factor = plausibility.gpu_price_factor,
     vs_class_floor = plausibility.vs_class_floor,
     vs_class_ceiling = plausibility.vs_class_ceiling,
     observed_hours_ahead = plausibility.observed_hours_ahead

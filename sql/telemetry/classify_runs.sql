@@ -11,7 +11,13 @@ with incoming as (
     select
         _row_id,
         run_id, gpu, gpu_name, num_gpus, model_name, params_b, active_params_b, n_layers, d_model,
-    moe_experts, moe_top_k, moe_expert_ffn, moe_shared_experts, scale_up_domain_gpus, scale_out_gbps_per_gpu, seq_len,
+        moe_experts,
+        moe_top_k,
+        moe_expert_ffn,
+        moe_shared_experts,
+        scale_up_domain_gpus,
+        scale_out_gbps_per_gpu,
+        seq_len,
         precision, precision_name, precision_recipe, workload, micro_batch, global_batch_tokens, parallelism,
         activation_checkpointing, framework, optimizer, learning_rate, avg_power_w, mfu_reported,
         tokens_processed, wall_seconds, tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name,
@@ -24,8 +30,9 @@ with incoming as (
 ),
 
 current_runs as (
-    select run_id, record_hash as current_hash, recorded_at as current_recorded_at,
-           content_sha256 as current_sha
+    select
+        run_id, record_hash as current_hash, recorded_at as current_recorded_at,
+        content_sha256 as current_sha
     from core.telemetry_runs
 ),
 
@@ -37,7 +44,7 @@ final as (
             when current_runs.run_id is null then 'new'
             when current_runs.current_hash = incoming.record_hash then 'unchanged'
             when incoming.recorded_at is not null and current_runs.current_recorded_at is not null
-                 and incoming.recorded_at < current_runs.current_recorded_at then 'older'
+                and incoming.recorded_at < current_runs.current_recorded_at then 'older'
             else 'newer'
         end as action
     from incoming
