@@ -23,6 +23,7 @@ printing its services' cancellation tracebacks over the one line, and it has not
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -90,10 +91,8 @@ def processes_with_env(name: str, value: str) -> list[int]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -128,10 +127,8 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
         while True:
             if received and deadline is None:
                 members_at_stop = len(group_members(pgid))
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     child.send_signal(signal.SIGTERM)  # the work kills the rest of its group, then ends
-                except ProcessLookupError:
-                    pass
                 deadline = time.monotonic() + grace_seconds
             if deadline is not None and time.monotonic() > deadline:
                 _signal_group(pgid, signal.SIGKILL)
@@ -175,10 +172,8 @@ def install_worker_handlers() -> None:
         if os.getpgrp() == os.getpid():
             for pid in group_members(os.getpid()):
                 if pid != os.getpid():
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
         os._exit(EXIT_INTERRUPTED.get(signal.Signals(signum), 128 + signum))
 
     for sig in STOP_SIGNALS:

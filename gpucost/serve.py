@@ -12,6 +12,7 @@ SIGTERM, SIGINT or SIGHUP stops the flow runs the worker started, the worker and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -175,17 +176,13 @@ def stop_all(children: list[subprocess.Popen], mark: str) -> None:
 
 
 def _kill(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _killpg(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def serve() -> None:

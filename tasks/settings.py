@@ -7,6 +7,7 @@ store or the Prefect API elsewhere without touching code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -200,10 +201,9 @@ def configure_prefect_environment() -> None:
         return  # a bad override: the command line says so in one line before anything runs
     os.environ.setdefault("PREFECT_HOME", str(p.prefect_home))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
-    try:
+    # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
+    with contextlib.suppress(OSError):
         Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass  # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(p.prefect_home / "storage"))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")

@@ -29,6 +29,7 @@ which stays unregistered (the next run reads it again); only the file's content 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -435,10 +436,9 @@ def apply_staged(
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
+    # already rolled back (the quarantine path) or the connection is gone
+    with contextlib.suppress(duckdb.Error):
         con.execute("rollback")
-    except duckdb.Error:
-        pass  # already rolled back (the quarantine path) or the connection is gone
 
 
 def _count(con: duckdb.DuckDBPyConnection, outcome: FileOutcome, staged: Staged) -> None:

@@ -103,33 +103,43 @@ def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame) -> list[str | N
     build_features output for the same rows, in the same order."""
     reasons: list[str | None] = []
     for run, feature in zip(runs.iter_rows(named=True), features.iter_rows(named=True), strict=True):
-        problems = []
-        if run.get("gpu_name") is None:
-            problems.append("no gpu given")
-        elif run.get("gpu") is None:
-            problems.append(f"unknown GPU {run['gpu_name']!r} (not in gpu_aliases.csv)")
-        if run.get("precision_name") is None:
-            problems.append("no precision given")
-        elif run.get("precision") is None:
-            problems.append(f"unknown precision {run['precision_name']!r}")
-        if run.get("unparsed_fields"):
-            problems.append(f"unreadable values: {run['unparsed_fields']}")
-        for column, rule in (("num_gpus", "at least 1"), ("params_b", "above 0"), ("seq_len", "above 0")):
-            value = run.get(column)
-            if value is None:
-                if f"{column}=" not in (run.get("unparsed_fields") or ""):
-                    problems.append(f"missing {column}")
-            elif value <= 0 or (column == "num_gpus" and value < 1):
-                problems.append(f"{column} must be {rule}")
-        if not problems:
-            if feature.get("gpu_memory_gb") is None and feature.get("peak_tflops") is None:
-                problems.append(f"no spec row for GPU {run['gpu']!r} in gpu_specs.csv")
-            elif feature.get("peak_tflops") is None:
-                problems.append(f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv")
-            elif feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
-                problems.append("physics bound cannot be computed (FLOPs per token unknown)")
+        problems = _run_problems(run) or _feature_problems(run, feature)
         reasons.append("; ".join(problems) or None)
     return reasons
+
+
+def _run_problems(run: Mapping[str, Any]) -> list[str]:
+    """What the run itself lacks or gets wrong: its GPU, its precision, unreadable or missing values."""
+    problems = []
+    if run.get("gpu_name") is None:
+        problems.append("no gpu given")
+    elif run.get("gpu") is None:
+        problems.append(f"unknown GPU {run['gpu_name']!r} (not in gpu_aliases.csv)")
+    if run.get("precision_name") is None:
+        problems.append("no precision given")
+    elif run.get("precision") is None:
+        problems.append(f"unknown precision {run['precision_name']!r}")
+    if run.get("unparsed_fields"):
+        problems.append(f"unreadable values: {run['unparsed_fields']}")
+    for column, rule in (("num_gpus", "at least 1"), ("params_b", "above 0"), ("seq_len", "above 0")):
+        value = run.get(column)
+        if value is None:
+            if f"{column}=" not in (run.get("unparsed_fields") or ""):
+                problems.append(f"missing {column}")
+        elif value <= 0 or (column == "num_gpus" and value < 1):
+            problems.append(f"{column} must be {rule}")
+    return problems
+
+
+def _feature_problems(run: Mapping[str, Any], feature: Mapping[str, Any]) -> list[str]:
+    """What the features of a sound run lack: the GPU's spec row, its dense peak, the physics bound."""
+    if feature.get("gpu_memory_gb") is None and feature.get("peak_tflops") is None:
+        return [f"no spec row for GPU {run['gpu']!r} in gpu_specs.csv"]
+    if feature.get("peak_tflops") is None:
+        return [f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv"]
+    if feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
+        return ["physics bound cannot be computed (FLOPs per token unknown)"]
+    return []
 
 
 def no_prediction_reason(feature: Mapping[str, Any]) -> str:
