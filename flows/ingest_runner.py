@@ -50,7 +50,7 @@ def task_runner(runner: IngestRunner) -> Any:
 def dask_task_runner(runner: IngestRunner) -> Any:
     """A DaskTaskRunner that starts (and on exit stops) a LocalCluster of worker processes on loopback."""
     require("dask", 'the Dask ingest runner ([ingest.runner] kind = "dask")')
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask.task_runners import DaskTaskRunner
 
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -34,8 +35,8 @@ from tasks.warehouse import warehouse
 
 @task(**io_task_options("ingest-telemetry-file"))
 def ingest_telemetry_file_task(
-    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict,
-    validation: TelemetryValidation,
+    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime,
+    vocabulary: dict[str, Any], validation: TelemetryValidation,
 ) -> FileOutcome:
     return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary, validation)
 
@@ -43,7 +44,7 @@ def ingest_telemetry_file_task(
 @task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
 def ingest_mlflow_source_task(
     con: duckdb.DuckDBPyConnection, source: MlflowSource, aliases: pl.DataFrame, ingested_at: datetime,
-    vocabulary: dict, rescan: bool,
+    vocabulary: dict[str, Any], rescan: bool,
 ) -> list[FileOutcome]:
     return ingest_mlflow_source(con, source, aliases, ingested_at, vocabulary, rescan)
 

@@ -66,11 +66,11 @@ def nightly() -> dict[str, str]:
             if damaged is not None:  # degrade step by step: no training, publish still runs
                 steps[name] = f"skipped ({damaged.message})"
                 continue
-            state = step(return_state=True)
-            if state.is_completed():
+            step_state = step(return_state=True)
+            if step_state.is_completed():
                 steps[name] = "completed"
             else:
-                steps[name] = f"skipped ({_failure_message(state)}): {CONSEQUENCES[name]}"
+                steps[name] = f"skipped ({_failure_message(step_state)}): {CONSEQUENCES[name]}"
         outcome = publish()
         steps["publish"] = (
             f"completed: {outcome.ranking.ranked} ranked of {outcome.ranking.rows} rows, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -43,6 +43,9 @@ from tasks.settings import ConfigError, Environment, paths
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
 from tasks.stores import disk_full_file, sqlite_path
+
+if TYPE_CHECKING:  # start-up time: it loads MLflow
+    from tasks.telemetry.mlflow_source import MlflowSource
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
@@ -65,7 +68,7 @@ def flow_output() -> None:
     configure_cli_output()
 
 
-def fail(message: str, code: int = Exit.FAILED) -> None:
+def fail(message: str, code: int = Exit.FAILED) -> NoReturn:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
     # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
 
@@ -166,7 +169,9 @@ def ingest_telemetry_cmd(
     print_totals(outcomes)
 
 
-def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
+def mlflow_sources_for(
+    experiments: list[str], tracking_uri: str | None, mapping: str | None,
+) -> list[MlflowSource]:
     """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
     [[mlflow]] source in config/sources.toml that names it; one that cannot be read ends the command (exit 2)."""
     from tasks.telemetry import mlflow_ingest, mlflow_source  # start-up time: they load MLflow
@@ -493,7 +498,7 @@ def sql(
         print_result_table(result, bounds.max_cell_chars)
 
 
-def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple:
+def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple[SqlBounds, str | None]:
     """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
     import math
 

@@ -4,12 +4,15 @@ and the number formats in them. Everything shown that came from data is escaped 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from tasks.display import printable
+from tasks.ingest.registry import FileOutcome
 from tasks.sql_bounds import cell_text
 from tasks.summary import totals
 
@@ -31,7 +34,7 @@ def print_wrapped(text: str) -> None:
     narrow_console().print(wrapped(text), highlight=False)
 
 
-def print_totals(outcomes: list) -> None:
+def print_totals(outcomes: Sequence[FileOutcome]) -> None:
 
     t = totals(outcomes)
     print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
@@ -77,7 +80,7 @@ def print_offers(found: object, sort_by: str) -> None:
 NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
 
 
-def network(row: dict) -> str:
+def network(row: Mapping[str, Any]) -> str:
     """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
     (`?` marks a defaulted network)."""
     if row["scale_up_domain_gpus"] is None:

@@ -39,7 +39,9 @@ from gpucost.commands import Exit
 WORKER_ENV = "GPUCOST_WORKER"        # set in the work process: install the handlers, do not supervise again
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-EXIT_INTERRUPTED = {signal.SIGINT: Exit.SIGINT, signal.SIGTERM: Exit.SIGTERM, signal.SIGHUP: Exit.SIGHUP}
+EXIT_INTERRUPTED: dict[int, int] = {
+    signal.SIGINT: Exit.SIGINT, signal.SIGTERM: Exit.SIGTERM, signal.SIGHUP: Exit.SIGHUP,
+}
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:

@@ -14,6 +14,7 @@ its variable.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
@@ -45,7 +46,7 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def _key_path(error: dict[str, Any], data: Any) -> tuple[str, int]:
+def _key_path(error: Mapping[str, Any], data: Any) -> tuple[str, int]:
     """The key path of an error in the file's own terms, and how many of its parts the file holds. Union
     member tags that pydantic adds to `loc` (e.g. 'str', 'PrecisionSpec') are dropped: a part is kept when the
     data has it, or when it is a missing key. List entries count from 1, as a person counts [[tables]]."""

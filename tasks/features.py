@@ -39,7 +39,7 @@ def build_features(
         model_shapes = model_shapes or str(reference.path("model_shapes"))
         matmul_ceilings = matmul_ceilings or str(reference.path("matmul_ceilings"))
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features",
+        features: pl.DataFrame = query(con, "features/build_features",
                          {"model_shapes": model_shapes, "matmul_ceilings": matmul_ceilings}).pl()
     return features.select(FEATURE_COLUMNS)
 

@@ -4,7 +4,7 @@ that edits to the files show up the next night."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import duckdb
 import polars as pl
@@ -41,7 +41,7 @@ def reference_files() -> ReferenceFiles:
 def reference_paths(reference: ReferenceFiles | None = None) -> dict[str, Path]:
     """config/settings.toml [reference] (as passed, else as configured) as absolute paths."""
     reference = reference or reference_files()
-    return {name: reference.path(name) for name in ReferenceFiles.model_fields}
+    return {name: reference.path(name) for name in get_args(ReferenceName)}
 
 
 def read_aliases(path: Path | None = None) -> pl.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -36,7 +37,7 @@ KINDS = {
 }
 
 
-def what_was_wrong(error: dict[str, Any]) -> str:
+def what_was_wrong(error: Mapping[str, Any]) -> str:
     kind, value = error["type"], error.get("input")
     if kind == "extra_forbidden":
         return "unknown key (a typo?)"
@@ -123,11 +124,12 @@ class Environment(BaseSettings):
 
     def overrides(self, file: str) -> dict[tuple[str, ...], tuple[str, Any]]:
         """Key path in config/<file>.toml -> (variable, value), for the overrides that are set."""
-        chosen = {
+        by_file: dict[str, dict[tuple[str, ...], tuple[str, Any]]] = {
             "settings": {("ingest", "runner", "kind"): ("GPUCOST_INGEST_RUNNER", self.ingest_runner),
                          ("ingest", "runner", "workers"): ("GPUCOST_INGEST_WORKERS", self.ingest_workers)},
             "ranking": {("publish", "parquet_dir"): ("GPUCOST_PARQUET_DIR", self.parquet_dir)},
-        }.get(file, {})
+        }
+        chosen = by_file.get(file, {})
         return {path: (name, value) for path, (name, value) in chosen.items() if value not in (None, "")}
 
     def key(self, file: str) -> tuple[Any, ...]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
@@ -11,12 +11,14 @@ from tasks import config
 from tasks.config import Count, Strict
 from tasks.settings import paths
 
-INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
+# how the ingest flows run their files (flows/ingest_runner.py)
+IngestRunnerKind = Literal["threads", "sequential", "dask"]
+INGEST_RUNNERS: tuple[IngestRunnerKind, ...] = get_args(IngestRunnerKind)
 
 
 class IngestRunner(Strict):
     # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
-    kind: Literal[INGEST_RUNNERS] = "sequential"  # type: ignore[valid-type]
+    kind: IngestRunnerKind = "sequential"
     workers: Count = 2
     threads_per_worker: Count = 1
 

@@ -41,7 +41,7 @@ from typing import Any
 import duckdb
 
 from tasks.ingest.config import ingest_settings, ingest_spill
-from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
+from tasks.ingest.landing import Part, discard, land_file, land_part, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -55,6 +55,7 @@ from tasks.ingest.registry import (
     record_file,
 )
 from tasks.ingest.validation import check_staged, collect_suite_failures
+from tasks.landing_zone import landing_dir
 from tasks.reference import load_reference_tables
 from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
 

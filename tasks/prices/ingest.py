@@ -119,9 +119,10 @@ def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
     how many were dropped."""
     if not query(con, "prices/may_hold_identical_rows").fetchall()[0][0]:
         return 0
-    before = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    before: int = query(con, "prices/count_staged_rows").fetchall()[0][0]
     execute(con, "prices/collapse_duplicates")
-    return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
+    after: int = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    return before - after
 
 
 def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
@@ -171,7 +172,8 @@ def normalise(
             registered(con, "instance_overrides", (read_overrides() if overrides is None else overrides).to_arrow()),
         ):
             execute(con, "prices/normalise", _normalise_params(file))
-            return con.table("staging_file_rows").order(ROW_KEY).pl()
+            rows: pl.DataFrame = con.table("staging_file_rows").order(ROW_KEY).pl()
+            return rows
 
 
 def ingest_price_file(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import polars as pl
@@ -70,7 +71,7 @@ class Workload(Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type] - a tuple of literals, spelled once
+    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type]  # a tuple of literals, spelled once
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None
@@ -104,7 +105,7 @@ class Workload(Strict):
         return self
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: Mapping[str, Any]) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "entry"
     if error["type"] == "extra_forbidden":
         return f"{key} is not a workload key (a typo?)"
