@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
+from prefect.client.schemas.objects import State
 
 from flows.fetch_prices import fetch_prices
 from flows.ingest_prices import ingest_prices
@@ -17,6 +18,7 @@ from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
 from tasks.fetch.config import load_fetch_config
+from tasks.fetch.run import FetchReport
 from tasks.publishing.lock import check_warehouse_free, run_lock
 from tasks.settings import config_dir, paths
 from tasks.stores import mlflow_problem
@@ -42,10 +44,10 @@ def fetch_enabled() -> bool:
     return (config_dir() / "fetch.toml").exists() and load_fetch_config().enabled
 
 
-def _fetch_outcome(state: object) -> str:
-    if not state.is_completed():  # type: ignore[attr-defined]
+def _fetch_outcome(state: State[FetchReport]) -> str:
+    if not state.is_completed():
         return f"skipped ({_failure_message(state)}): {CONSEQUENCES['fetch_prices']}"
-    report = state.result()  # type: ignore[attr-defined]
+    report = state.result()
     failed = [f"{r.name} {r.status} ({r.detail})" for r in report.failed()]
     if failed:
         return f"completed; {'; '.join(failed)}: their last good prices are kept"

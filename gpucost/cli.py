@@ -3,6 +3,7 @@ reason on stderr, when it fails."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -284,9 +285,9 @@ def train() -> None:
 class _DropTraceback:
     """Logging filter: keep a failed run's log line, drop its traceback (the command's last line says why)."""
 
-    def filter(self, record: object) -> bool:
-        record.exc_info = None  # type: ignore[attr-defined]
-        record.exc_text = None  # type: ignore[attr-defined]
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
         return True
 
 

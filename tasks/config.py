@@ -19,7 +19,7 @@ from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -180,8 +180,8 @@ def load(name: str, model: type[M]) -> M:
     """config/<name>.toml as `model` (cached until the file or its environment overrides change)."""
     path = config_file(name)
     read_toml(name)  # missing / unreadable / not TOML: said first
-    return _validated(name, model, str(path), path.stat().st_mtime_ns,  # type: ignore[return-value]
-                      Environment.current().key(name))
+    # `model` validated it (functools.cache keeps no type variable)
+    return cast(M, _validated(name, model, str(path), path.stat().st_mtime_ns, Environment.current().key(name)))
 
 
 def load_section(name: str, key: tuple[str, ...], model: type[M]) -> M:
@@ -189,8 +189,8 @@ def load_section(name: str, key: tuple[str, ...], model: type[M]) -> M:
     not handed it (the entry points validate the whole file first and pass its sections down)."""
     path = config_file(name)
     read_toml(name)
-    return _section(name, key, model, str(path), path.stat().st_mtime_ns,  # type: ignore[return-value]
-                    Environment.current().key(name))
+    # `model` validated it (functools.cache keeps no type variable)
+    return cast(M, _section(name, key, model, str(path), path.stat().st_mtime_ns, Environment.current().key(name)))
 
 
 @cache

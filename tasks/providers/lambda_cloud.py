@@ -74,7 +74,8 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
         specs = found_specs if isinstance(found_specs := spec.get("specs"), dict) else {}
         cents = _number(spec.get("price_cents_per_hour"))
         memory = MEMORY.search(str(spec.get("gpu_description") or ""))
-        gpus = _number(specs.get("gpus")) or float(NAME.match(name).group(1))  # type: ignore[union-attr]
+        shape = NAME.match(name)  # matches: gpu_name found the GPU in it
+        gpus = _number(specs.get("gpus")) or (float(shape.group(1)) if shape else None)
         raw = json.dumps(item, default=str)
         for region in regions:
             rows.append({

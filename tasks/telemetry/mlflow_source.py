@@ -236,11 +236,12 @@ def _resolve_table(spec: dict[str, Any], ctx: _Context) -> str | None:
         return next((v for v in (resolve(s, ctx) for s in spec["first"]) if v is not None), None)
     if "product" in spec:
         values = [resolve(s, ctx) for s in spec["product"]]
-        if any(v is None for v in values):
+        resolved = [v for v in values if v is not None]
+        if len(resolved) < len(values):
             return None
         product = 1.0
-        for s, v in zip(spec["product"], values, strict=True):
-            product *= _as_float(v, s)  # type: ignore[arg-type]
+        for s, v in zip(spec["product"], resolved, strict=True):
+            product *= _as_float(v, s)
         return _number_text(product)
     if "from" in spec:
         result = resolve(spec["from"], ctx)
@@ -399,7 +400,10 @@ def _throughput_and_power(
     spec = mapping["throughput"]
     kind = spec["kind"]
     values = record.values
-    num_gpus = _as_float(values["num_gpus"], "num_gpus")  # type: ignore[arg-type]
+    num_gpus_text = values["num_gpus"]
+    if num_gpus_text is None:  # said before: num_gpus is a required field
+        raise RunProblem("num_gpus is missing")
+    num_gpus = _as_float(num_gpus_text, "num_gpus")
     if num_gpus <= 0:
         raise RunProblem(f"num_gpus is {values['num_gpus']}")
     if kind == "totals":

@@ -115,7 +115,8 @@ def _read_csv(path: Path) -> pl.DataFrame:
     lines = lines.str.split("\n").explode()
     if crlf:
         lines = lines.str.strip_suffix("\r")
-    if lines.len() > 0 and lines.str.len_chars().max() > csv.field_size_limit():  # type: ignore[operator]
+    longest = lines.str.len_chars().max()
+    if isinstance(longest, int) and longest > csv.field_size_limit():
         return _read_csv_rowwise(path)  # a field may exceed the csv module's limit: let it say so
     header_line = lines[0]
     if not header_line:
