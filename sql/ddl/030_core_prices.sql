@@ -1,19 +1,19 @@
 -- Every dated price observation, in the one normalised shape every adapter produces.
 create table if not exists core.price_observations (
-    provider varchar not null,  -- aws | gcp | azure | lambda | owned | ...
+    provider varchar not null,         -- aws | gcp | azure | lambda | owned | ...
     region varchar not null,
-    zone varchar,           -- availability zone (name or ID, as the source gives it); null = region-wide
+    zone varchar,                      -- availability zone (name or ID, as the source gives it); null = region-wide
     instance_type varchar not null,
-    gpu varchar not null,  -- canonical GPU id (data/reference/gpu_aliases.csv)
-    gpu_name varchar,           -- the GPU name as the source spelled it
-    gpu_count double not null,   -- GPUs per instance (fractions for partitioned GPUs)
-    gpu_memory_gb double,            -- per GPU, GB
+    gpu varchar not null,              -- canonical GPU id (data/reference/gpu_aliases.csv)
+    gpu_name varchar,                  -- the GPU name as the source spelled it
+    gpu_count double not null,         -- GPUs per instance (fractions for partitioned GPUs)
+    gpu_memory_gb double,              -- per GPU, GB
     vcpus double,
-    memory_gb double,            -- host RAM, GiB
-    pricing varchar not null,  -- on_demand | spot
-    usd_per_hour double not null,   -- USD per instance-hour
-    usd_per_gpu_hour double not null,   -- USD per GPU-hour = usd_per_hour / gpu_count
-    currency varchar not null,  -- always USD in core (converted upstream if needed)
+    memory_gb double,                  -- host RAM, GiB
+    pricing varchar not null,          -- on_demand | spot
+    usd_per_hour double not null,      -- USD per instance-hour
+    usd_per_gpu_hour double not null,  -- USD per GPU-hour = usd_per_hour / gpu_count
+    currency varchar not null,         -- always USD in core (converted upstream if needed)
     observed_at timestamptz not null, -- UTC; from the file where it has one, else the ingest time
     source_file varchar not null,
     source_line bigint,
@@ -48,8 +48,8 @@ alter table core.price_observations add column if not exists offering_class varc
 create table if not exists core.storage_price_observations (
     provider varchar not null,
     region varchar not null,
-    storage_type varchar not null,   -- the provider's volume name, e.g. AWS volumeApiName gp3
-    usd_per_gb_month double not null,    -- USD per GB-month (the provider's billed unit)
+    storage_type varchar not null,     -- the provider's volume name, e.g. AWS volumeApiName gp3
+    usd_per_gb_month double not null,  -- USD per GB-month (the provider's billed unit)
     observed_at timestamptz not null, -- UTC
     source_file varchar not null,
     source_line bigint,

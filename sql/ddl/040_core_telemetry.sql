@@ -5,44 +5,44 @@
 -- tasks/warehouse.py::migrate).
 create table if not exists core.telemetry_runs (
     run_id varchar not null,
-    gpu varchar not null,  -- canonical GPU id (data/reference/gpu_aliases.csv)
-    gpu_name varchar,           -- the GPU as the source spelled it
+    gpu varchar not null,                    -- canonical GPU id (data/reference/gpu_aliases.csv)
+    gpu_name varchar,                        -- the GPU as the source spelled it
     num_gpus bigint not null,
     model_name varchar,
-    params_b double not null,   -- total parameters, billions
-    active_params_b double not null,   -- parameters active per token, billions (MoE); default params_b
-    n_layers bigint,            -- model shape, when the record gives it
+    params_b double not null,                -- total parameters, billions
+    active_params_b double not null,         -- parameters active per token, billions (MoE); default params_b
+    n_layers bigint,                         -- model shape, when the record gives it
     d_model bigint,
-    moe_experts bigint,            -- routed experts per MoE layer, when the record gives them
-    moe_top_k bigint,            -- experts per token
-    moe_expert_ffn bigint,            -- FFN (intermediate) size of one expert
-    moe_shared_experts bigint,            -- always-on experts per MoE layer
-    scale_up_domain_gpus bigint,            -- GPUs sharing NVLink / xGMI, when the record gives it
-    scale_out_gbps_per_gpu double,            -- network per GPU beyond that domain, Gb/s
-    seq_len bigint not null,   -- tokens
-    precision varchar not null,  -- family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
-    precision_name varchar,           -- the precision as the source spelled it
-    precision_recipe varchar,           -- none | delayed | current | tensorwise | rowwise | blockwise | mx | nv
-    workload varchar not null,  -- pretrain | sft | lora | qlora
-    micro_batch bigint,            -- sequences per GPU per micro-step
-    global_batch_tokens bigint,            -- tokens per optimizer step, all GPUs
+    moe_experts bigint,                      -- routed experts per MoE layer, when the record gives them
+    moe_top_k bigint,                        -- experts per token
+    moe_expert_ffn bigint,                   -- FFN (intermediate) size of one expert
+    moe_shared_experts bigint,               -- always-on experts per MoE layer
+    scale_up_domain_gpus bigint,             -- GPUs sharing NVLink / xGMI, when the record gives it
+    scale_out_gbps_per_gpu double,           -- network per GPU beyond that domain, Gb/s
+    seq_len bigint not null,                 -- tokens
+    precision varchar not null,              -- family (the matmuls' peak): fp32 | tf32 | fp16 | bf16 | fp8 | fp4
+    precision_name varchar,                  -- the precision as the source spelled it
+    precision_recipe varchar,                -- none | delayed | current | tensorwise | rowwise | blockwise | mx | nv
+    workload varchar not null,               -- pretrain | sft | lora | qlora
+    micro_batch bigint,                      -- sequences per GPU per micro-step
+    global_batch_tokens bigint,              -- tokens per optimizer step, all GPUs
     parallelism varchar,
-    activation_checkpointing varchar,           -- none | selective | full
+    activation_checkpointing varchar,        -- none | selective | full
     framework varchar,
     optimizer varchar,
     learning_rate double,
-    avg_power_w double,            -- W per GPU
-    mfu_reported double,            -- the source's own MFU (its definition; not recomputed)
-    tokens_processed double,            -- tokens, all GPUs (when the record gives throughput this way)
-    wall_seconds double,            -- s
-    tokens_per_sec_per_gpu double not null,   -- tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
-    recorded_at timestamptz,       -- UTC, when the source recorded the measurement
-    source varchar,           -- where the number comes from, "repository:path@commit"
-    quality_flag varchar,           -- the source's own doubt about the row (flagged runs are not trained on)
-    workload_name varchar,           -- the workload as the source spelled it
-    record_hash varchar not null,  -- SHA-256 of the normalised values: same hash = same record
+    avg_power_w double,                      -- W per GPU
+    mfu_reported double,                     -- the source's own MFU (its definition; not recomputed)
+    tokens_processed double,                 -- tokens, all GPUs (when the record gives throughput this way)
+    wall_seconds double,                     -- s
+    tokens_per_sec_per_gpu double not null,  -- tokens/s per GPU (given, or tokens_processed / wall_seconds / num_gpus)
+    recorded_at timestamptz,                 -- UTC, when the source recorded the measurement
+    source varchar,                          -- where the number comes from, "repository:path@commit"
+    quality_flag varchar,                    -- the source's own doubt about the row (flagged runs are not trained on)
+    workload_name varchar,                   -- the workload as the source spelled it
+    record_hash varchar not null,            -- SHA-256 of the normalised values: same hash = same record
     source_file varchar not null,
-    source_line bigint,            -- 1-based line (CSV, JSON Lines) or record (Parquet)
+    source_line bigint,                      -- 1-based line (CSV, JSON Lines) or record (Parquet)
     content_sha256 varchar not null,
     ingested_at timestamptz not null -- UTC
 );
@@ -89,9 +89,9 @@ create table if not exists core.telemetry_run_history (
     source_file varchar,
     source_line bigint,
     content_sha256 varchar,
-    ingested_at timestamptz,       -- UTC, when this (now superseded) record was ingested
+    ingested_at timestamptz,   -- UTC, when this (now superseded) record was ingested
     superseded_at timestamptz not null, -- UTC, when a newer record replaced it
-    superseded_by_sha varchar            -- content_sha256 of the file holding the current record
+    superseded_by_sha varchar  -- content_sha256 of the file holding the current record
 );
 
 -- Warehouses created before the precision family/recipe and checkpointing vocabulary: new columns, and

@@ -3,54 +3,54 @@
 create table if not exists marts.gpu_cost_ranking_history (
     publish_date date not null,      -- UTC date of the publish run
     published_at timestamptz not null,
-    workload varchar not null,   -- config/workloads.toml name
-    workload_type varchar,            -- pretrain | sft | lora | qlora
-    token_budget double,             -- tokens
-    deadline_hours double,             -- h (null = none)
+    workload varchar not null,                -- config/workloads.toml name
+    workload_type varchar,                    -- pretrain | sft | lora | qlora
+    token_budget double,                      -- tokens
+    deadline_hours double,                    -- h (null = none)
     max_gpus bigint,
     provider varchar not null,
     region varchar not null,
     zone varchar,
     instance_type varchar not null,
-    pricing varchar not null,   -- on_demand | spot (owned: on_demand)
+    pricing varchar not null,                 -- on_demand | spot (owned: on_demand)
     gpu varchar not null,
     gpus_per_instance double,
-    usd_per_hour double,             -- USD per instance-hour
-    usd_per_gpu_hour double,             -- USD per GPU-hour
-    observed_at timestamptz,        -- UTC, when the price was observed
+    usd_per_hour double,                      -- USD per instance-hour
+    usd_per_gpu_hour double,                  -- USD per GPU-hour
+    observed_at timestamptz,                  -- UTC, when the price was observed
     run_precision varchar,
-    peak_tflops double,             -- dense TFLOP/s per GPU at run_precision
-    gpu_memory_gb double,             -- GB per GPU (gpu_specs)
-    tdp_w double,             -- W per GPU (gpu_specs)
-    model_state_gb double,             -- GB, whole model (weights, grads, optimizer, adapters)
+    peak_tflops double,                       -- dense TFLOP/s per GPU at run_precision
+    gpu_memory_gb double,                     -- GB per GPU (gpu_specs)
+    tdp_w double,                             -- W per GPU (gpu_specs)
+    model_state_gb double,                    -- GB, whole model (weights, grads, optimizer, adapters)
     activation_gb_per_gpu double,             -- GB per GPU
     min_gpus_for_memory bigint,
     fits_in_memory boolean,
     instances bigint,
     gpus double,
-    memory_per_gpu_gb double,             -- GB per GPU at this cluster size
-    predicted_tokens_per_sec_per_gpu double,           -- tokens/s per GPU
-    predicted_low double,             -- tokens/s per GPU, 80% interval low
-    predicted_high double,             -- tokens/s per GPU, 80% interval high
-    extrapolation varchar,            -- what the prediction extrapolates ('' = none)
-    hours_to_finish double,             -- h without preemption
-    compute_usd double,             -- USD without preemption
-    interruption_rate_per_hour double,             -- preemptions per instance-hour
+    memory_per_gpu_gb double,                 -- GB per GPU at this cluster size
+    predicted_tokens_per_sec_per_gpu double,  -- tokens/s per GPU
+    predicted_low double,                     -- tokens/s per GPU, 80% interval low
+    predicted_high double,                    -- tokens/s per GPU, 80% interval high
+    extrapolation varchar,                    -- what the prediction extrapolates ('' = none)
+    hours_to_finish double,                   -- h without preemption
+    compute_usd double,                       -- USD without preemption
+    interruption_rate_per_hour double,        -- preemptions per instance-hour
     expected_interruptions double,
-    lost_hours_per_interruption double,             -- h
-    expected_hours double,             -- h including preemption
-    expected_compute_usd double,             -- USD including preemption
-    utilisation_of_tdp double,             -- board power / TDP used for energy_kwh
-    utilisation_of_tdp_source varchar,            -- measured (telemetry avg_power_w) or default (config)
+    lost_hours_per_interruption double,       -- h
+    expected_hours double,                    -- h including preemption
+    expected_compute_usd double,              -- USD including preemption
+    utilisation_of_tdp double,                -- board power / TDP used for energy_kwh
+    utilisation_of_tdp_source varchar,        -- measured (telemetry avg_power_w) or default (config)
     pue double,
-    energy_kwh double,             -- kWh
-    electricity_usd_per_kwh double,             -- USD per kWh (owned only)
-    energy_usd double,             -- USD added to the cost (owned only)
+    energy_kwh double,                        -- kWh
+    electricity_usd_per_kwh double,           -- USD per kWh (owned only)
+    energy_usd double,                        -- USD added to the cost (owned only)
     expected_total_usd double,             -- USD
-    usd_per_mtoken double,             -- USD per million tokens
-    usd_per_mtoken_low double,             -- USD per million tokens at predicted_high
-    usd_per_mtoken_high double,             -- USD per million tokens at predicted_low
-    spot_usd_per_hour_median double,             -- USD per instance-hour over the window
+    usd_per_mtoken double,                    -- USD per million tokens
+    usd_per_mtoken_low double,                -- USD per million tokens at predicted_high
+    usd_per_mtoken_high double,               -- USD per million tokens at predicted_low
+    spot_usd_per_hour_median double,          -- USD per instance-hour over the window
     spot_usd_per_hour_p95 double,
     spot_history_observations bigint,
     rank_by_cost bigint,
@@ -102,11 +102,11 @@ alter table marts.gpu_cost_ranking_history add column if not exists extrapolatio
 alter table marts.gpu_cost_ranking_history add column if not exists cluster_choice varchar;
 -- GPUs sharing NVLink/xGMI
 alter table marts.gpu_cost_ranking_history add column if not exists scale_up_domain_gpus bigint;
-alter table marts.gpu_cost_ranking_history add column if not exists scale_out_gbps_per_gpu double;   -- Gb/s per GPU
+alter table marts.gpu_cost_ranking_history add column if not exists scale_out_gbps_per_gpu double;  -- Gb/s per GPU
 alter table marts.gpu_cost_ranking_history add column if not exists network_kind varchar;
 alter table marts.gpu_cost_ranking_history add column if not exists machine_source varchar;
-alter table marts.gpu_cost_ranking_history add column if not exists grid_gco2e_per_kwh double;       -- g CO2e per kWh
-alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg double;                  -- kg CO2e
+alter table marts.gpu_cost_ranking_history add column if not exists grid_gco2e_per_kwh double;      -- g CO2e per kWh
+alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg double;                 -- kg CO2e
 -- kg CO2e per million tokens
 alter table marts.gpu_cost_ranking_history add column if not exists co2e_kg_per_mtoken double;
 alter table marts.gpu_cost_ranking_history add column if not exists co2e_source varchar;
@@ -116,6 +116,6 @@ alter table marts.gpu_cost_ranking_history add column if not exists co2e_source 
 -- history's gpu_spec_source column; later nights leave that column null and the published ranking joins this.
 create table if not exists marts.gpu_cost_ranking_gpu_specs (
     publish_date date not null,      -- UTC date of the publish run
-    gpu varchar not null,   -- canonical GPU id (core.gpu_specs.gpu)
-    gpu_spec_source varchar             -- data/reference/gpu_specs.csv source column that night
+    gpu varchar not null,    -- canonical GPU id (core.gpu_specs.gpu)
+    gpu_spec_source varchar  -- data/reference/gpu_specs.csv source column that night
 );

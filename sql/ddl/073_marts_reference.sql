@@ -4,10 +4,10 @@
 create table if not exists core.instance_machines (
     provider varchar,
     instance_type varchar,
-    gpus double,   -- GPUs per instance (count)
-    scale_up_domain_gpus bigint,   -- GPUs sharing NVLink/xGMI (count)
+    gpus double,                  -- GPUs per instance (count)
+    scale_up_domain_gpus bigint,  -- GPUs sharing NVLink/xGMI (count)
     scale_up_kind varchar,
-    network_gbps double,   -- Gb/s (gigabits) of scale-out network per instance
+    network_gbps double,          -- Gb/s (gigabits) of scale-out network per instance
     network_kind varchar,
     source varchar
 );
@@ -15,8 +15,8 @@ create table if not exists core.instance_machines (
 create table if not exists core.region_carbon (
     provider varchar,
     region varchar,
-    grid_gco2e_per_kwh double,   -- g CO2e per kWh, location-based grid average
-    year integer,  -- the year the intensity describes
-    cfe_share double,   -- carbon-free energy share (0-1) where the provider publishes one
+    grid_gco2e_per_kwh double,  -- g CO2e per kWh, location-based grid average
+    year integer,               -- the year the intensity describes
+    cfe_share double,           -- carbon-free energy share (0-1) where the provider publishes one
     source varchar
 );

@@ -48,20 +48,20 @@ final as (
         cluster_choice,
         instances,
         gpus::bigint as gpus,
-        scale_up_domain_gpus,        -- GPUs sharing NVLink/xGMI
-        scale_out_gbps_per_gpu,      -- Gb/s per GPU between instances
+        scale_up_domain_gpus,    -- GPUs sharing NVLink/xGMI
+        scale_out_gbps_per_gpu,  -- Gb/s per GPU between instances
         network_kind,
         predicted_tokens_per_sec_per_gpu,  -- tokens/s per GPU
-        expected_hours,              -- h including preemption
-        expected_total_usd,          -- USD
-        usd_per_mtoken,              -- USD per million tokens
-        usd_per_mtoken_low,          -- USD per million tokens, 80% interval
+        expected_hours,          -- h including preemption
+        expected_total_usd,      -- USD
+        usd_per_mtoken,          -- USD per million tokens
+        usd_per_mtoken_low,      -- USD per million tokens, 80% interval
         usd_per_mtoken_high,
-        energy_kwh,                  -- kWh
-        co2e_kg,                     -- kg CO2e (operational; null = no grid intensity for the region)
+        energy_kwh,              -- kWh
+        co2e_kg,                 -- kg CO2e (operational; null = no grid intensity for the region)
         co2e_kg_per_mtoken,
         co2e_source,
-        telemetry_runs_for_gpu,      -- telemetry runs behind this GPU's prediction
+        telemetry_runs_for_gpu,  -- telemetry runs behind this GPU's prediction
         model_version,
         position_in_workload
     from numbered

@@ -15,9 +15,9 @@ final as (
         instance_type,
         gpu_name_ref as gpu_name,
         coalesce(gpu_count_ref, try_cast(gpu_attribute as double)) as gpu_count,
-        gpu_memory_ref as gpu_memory_gb,   -- GB per GPU
+        gpu_memory_ref as gpu_memory_gb,                                         -- GB per GPU
         try_cast(vcpu as double) as vcpus,
-        try_cast(regexp_extract(memory, '([\d.]+)', 1) as double) as memory_gb,       -- GiB
+        try_cast(regexp_extract(memory, '([\d.]+)', 1) as double) as memory_gb,  -- GiB
         case when record_kind = 'storage' then null
             when term_type = 'Reserved' then 'reserved_' || term_years::integer || 'y'
             else 'on_demand'
@@ -25,18 +25,18 @@ final as (
         -- USD per instance-hour; null for a Reserved term: sql/prices/normalise.sql prices it over its term
         try_cast(price as double) as usd_per_hour,
         currency,
-        $published_at::timestamptz as observed_at,     -- UTC
+        $published_at::timestamptz as observed_at,                               -- UTC
         null::double as electricity_usd_per_kwh,
         null::double as pue,
-        term_years,                                                  -- commitments: 1 or 3 (years)
-        upfront_usd,                                                 -- USD per instance, once per term
-        recurring_usd_per_hour,                                      -- USD per instance-hour of the term
-        purchase_option,                                             -- no_upfront | partial_upfront | all_upfront
-        offering_class,                                              -- standard | convertible
-        record_kind,                                                 -- null = an instance price; storage
-        case when record_kind = 'storage' then volume_api_name end as storage_type,     -- e.g. gp3
+        term_years,              -- commitments: 1 or 3 (years)
+        upfront_usd,             -- USD per instance, once per term
+        recurring_usd_per_hour,  -- USD per instance-hour of the term
+        purchase_option,         -- no_upfront | partial_upfront | all_upfront
+        offering_class,          -- standard | convertible
+        record_kind,             -- null = an instance price; storage
+        case when record_kind = 'storage' then volume_api_name end as storage_type,  -- e.g. gp3
         case when record_kind = 'storage' then try_cast(price as double) end
-            as usd_per_gb_month, -- USD per GB-month
+            as usd_per_gb_month,                                                     -- USD per GB-month
         _line as source_line,
         raw_values,
         case

@@ -15,8 +15,8 @@ final as (
         coalesce(try_cast(gpu_attribute as double), 1.0) as gpu_count,
         'reserved_' || cast(term_years as integer) || 'y' as pricing,
         term_years,
-        upfront_usd,                                                 -- USD per instance, once per term
-        recurring_usd_per_hour,                                      -- USD per instance-hour of the term
+        upfront_usd,             -- USD per instance, once per term
+        recurring_usd_per_hour,  -- USD per instance-hour of the term
         purchase_option,
         offering_class,
         operating_system,

@@ -41,8 +41,8 @@ reserved as (
         any_value(volume_api_name) as volume_api_name,
         -- null for lines that are no GPU instance (their JSON is not built): skipped anyway
         '[' || string_agg(raw_values::varchar, ',' order by _line) || ']' as raw_values,
-        max(price) filter (where unit = 'Hrs') as recurring,   -- USD per instance-hour, as text
-        max(price) filter (where unit = 'Quantity') as upfront      -- USD per instance, once, as text
+        max(price) filter (where unit = 'Hrs') as recurring,    -- USD per instance-hour, as text
+        max(price) filter (where unit = 'Quantity') as upfront  -- USD per instance, once, as text
     from lines
     where term_type = 'Reserved'
     group by sku, offer_term_code
@@ -69,7 +69,7 @@ final as (
         -- No Upfront terms have no fee dimension: their upfront part is 0
         case when purchase_option_text = 'No Upfront' then coalesce(try_cast(upfront as double), 0.0)
             else try_cast(upfront as double)
-        end as upfront_usd              -- USD per instance
+        end as upfront_usd                                        -- USD per instance
     from combined
 )
 

@@ -67,24 +67,24 @@ final as (
         gpu,
         gpu_name,
         gpu_count,
-        gpu_memory_gb,                                                    -- GB per GPU
+        gpu_memory_gb,            -- GB per GPU
         vcpus,
-        memory_gb,                                                        -- GiB host RAM
+        memory_gb,                -- GiB host RAM
         pricing,
-        usd_per_hour,                                                     -- USD per instance-hour
+        usd_per_hour,             -- USD per instance-hour
         case when gpu_count > 0 then usd_per_hour / gpu_count end as usd_per_gpu_hour,  -- USD per GPU-hour
         coalesce(currency, 'USD') as currency,
         coalesce(observed_at, $ingested_at::timestamptz) as observed_at,  -- UTC
-        electricity_usd_per_kwh,                                          -- USD per kWh (owned GPUs)
+        electricity_usd_per_kwh,  -- USD per kWh (owned GPUs)
         pue,
-        term_hours,                                                       -- h in the commitment term (null: none)
-        upfront_usd,                                                      -- USD per instance, once per term
-        recurring_usd_per_hour,                                           -- USD per instance-hour of the term
-        purchase_option,                                                  -- commitments: how the term is paid
-        offering_class,                                                   -- AWS commitments: standard | convertible
-        record_kind,                                                      -- null = instance price; storage
-        storage_type,                                                     -- storage: volume name, e.g. gp3
-        usd_per_gb_month,                                                 -- storage: USD per GB-month
+        term_hours,               -- h in the commitment term (null: none)
+        upfront_usd,              -- USD per instance, once per term
+        recurring_usd_per_hour,   -- USD per instance-hour of the term
+        purchase_option,          -- commitments: how the term is paid
+        offering_class,           -- AWS commitments: standard | convertible
+        record_kind,              -- null = instance price; storage
+        storage_type,             -- storage: volume name, e.g. gp3
+        usd_per_gb_month,         -- storage: USD per GB-month
         $source_file as source_file,
         source_line,
         $sha as content_sha256,

@@ -50,8 +50,8 @@ final as (
                         medians.median_usd_per_gpu_hour / staged.usd_per_gpu_hour
                     )
         end as gpu_price_factor,                                              -- >= 1 either direction
-        staged.usd_per_gpu_hour / classes.min_usd_per_gpu_hour as vs_class_floor,      -- < 1: below the floor
-        staged.usd_per_gpu_hour / classes.max_usd_per_gpu_hour as vs_class_ceiling,    -- > 1: above the ceiling
+        staged.usd_per_gpu_hour / classes.min_usd_per_gpu_hour as vs_class_floor,    -- < 1: below the floor
+        staged.usd_per_gpu_hour / classes.max_usd_per_gpu_hour as vs_class_ceiling,  -- > 1: above the ceiling
         epoch(staged.observed_at - staged.ingested_at) / 3600.0 as observed_hours_ahead  -- hours
     from staged
     left join gpu_medians as medians on staged.gpu = medians.gpu

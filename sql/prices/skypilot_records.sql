@@ -52,26 +52,26 @@ final as (
         InstanceType as instance_type,
         AcceleratorName as gpu_name,
         try_cast(trim(AcceleratorCount) as double) as gpu_count,
-        per_gpu_memory_gb as gpu_memory_gb,     -- GiB per GPU
+        per_gpu_memory_gb as gpu_memory_gb,                          -- GiB per GPU
         try_cast(trim(vCPUs) as double) as vcpus,
-        try_cast(trim(MemoryGiB) as double) as memory_gb,         -- GiB host RAM
+        try_cast(trim(MemoryGiB) as double) as memory_gb,            -- GiB host RAM
         pricing,
-        offer_price as usd_per_hour,      -- USD per instance-hour
+        offer_price as usd_per_hour,                                 -- USD per instance-hour
         'USD' as currency,
         null::timestamptz as observed_at,
         null::double as electricity_usd_per_kwh,
         null::double as pue,
-        null::double as term_years,        -- no commitments in the catalogs
+        null::double as term_years,                                  -- no commitments in the catalogs
         null::double as upfront_usd,
         null::double as recurring_usd_per_hour,
         null::varchar as purchase_option,
         null::varchar as offering_class,
-        null::varchar as record_kind,       -- instance prices only
+        null::varchar as record_kind,                                -- instance prices only
         null::varchar as storage_type,
         null::double as usd_per_gb_month,
         _line as source_line,
         raw_values,
-        comma_number_reason('price', offer_text) as rejected_reason    -- "3,67": sql/prices/number_macros.sql
+        comma_number_reason('price', offer_text) as rejected_reason  -- "3,67": sql/prices/number_macros.sql
     from offers
     cross join skypilot_provider
 )
