@@ -139,7 +139,8 @@ class Layout:
 @lru_cache(maxsize=4096)
 def parse_parallelism(text: str | None) -> Layout:
     """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
-    'TP 1; ZeRO-1 shard group 8; micro_num 4' -> sizes. Unreadable parts count as 1 (no model parallelism)."""
+    'TP 1; ZeRO-1 shard group 8; micro_num 4', 'model-parallel 64 (TP<=8 x PP); DP 24' -> sizes. Unreadable parts
+    count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():
         return Layout()
     t = text.replace("AsyncTP", "TP")
@@ -155,7 +156,15 @@ def parse_parallelism(text: str | None) -> Layout:
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
     fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
                           flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
-    return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
+    tp, pp = size("TP"), size("PP")
+    # Megatron-LM's 2021 table: "model-parallel 512 (TP<=8 x PP)": tensor parallel up to the cap inside a node,
+    # pipeline over the rest (Narayanan et al. 2021: 1T = TP 8 x PP 64, 7.5B = TP 4)
+    model_parallel = _first_int(r"model[- ]parallel\s*(\d+)", t)
+    tp_cap = _first_int(r"(?<![A-Za-z])TP\s*<=\s*(\d+)", t)
+    if model_parallel and tp_cap and tp == 1 and pp == 1:
+        tp = max(1, min(tp_cap, model_parallel))
+        pp = max(1, model_parallel // tp)
+    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
                   vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 
 

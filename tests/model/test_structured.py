@@ -90,6 +90,11 @@ def test_layouts_are_read_from_free_text() -> None:
     assert all(parse_parallelism(t).fsdp for t in ("HSDP 8x4", "HYBRID_SHARD", "DeepSpeed ZeRO-3", "zero3"))
     assert not parse_parallelism("ZeRO-1 shard group 8").fsdp
     assert (parse_parallelism("TP 4 PP 1 CP 1 EP 8 ETP 4").etp, parse_parallelism("TP 4 EP 8").etp) == (4, 0)
+    # Megatron-LM 2021: a model-parallel size with tensor parallelism capped at 8, the rest pipeline (1T: 8 x 64)
+    lay = parse_parallelism("model-parallel 512 (TP<=8 x PP); DP 6")
+    assert (lay.tp, lay.pp) == (8, 64)
+    lay = parse_parallelism("model-parallel 4 (TP<=8 x PP); DP 32")
+    assert (lay.tp, lay.pp) == (4, 1)
 
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
