@@ -5,7 +5,8 @@
 -- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model, heads, vocabulary, FFN, and for
 -- MoE models routed experts, top-k, shared experts, expert FFN size, layers without experts).
 -- $matmul_ceilings: data/reference/gpu_matmul_ceilings.csv (gpu -> measured maximum achievable matmul
--- TFLOP/s and the theoretical peak it was measured against, bf16 and fp8).
+-- TFLOP/s and the theoretical peak it was measured against, bf16 and fp8, and the board power limit of the part
+-- it was measured on).
 with runs as (
     select * from feature_input
 ),
@@ -37,7 +38,8 @@ ceilings as (
     select
         gpu,
         bf16_mamf_tflops::double / bf16_theory_tflops::double as matmul_ceiling_16bit,
-        fp8_mamf_tflops::double / fp8_theory_tflops::double as matmul_ceiling_lowp
+        fp8_mamf_tflops::double / fp8_theory_tflops::double as matmul_ceiling_lowp,
+        mamf_power_w::double as matmul_ceiling_power_w
     from read_csv($matmul_ceilings, header = true, all_varchar = true)
 ),
 
@@ -86,7 +88,8 @@ joined as (
         runs.scale_up_domain_gpus is null as scale_up_defaulted,
         runs.scale_out_gbps_per_gpu is null as scale_out_defaulted,
         ceilings.matmul_ceiling_16bit,
-        ceilings.matmul_ceiling_lowp
+        ceilings.matmul_ceiling_lowp,
+        ceilings.matmul_ceiling_power_w
     from runs
     left join specs on runs.gpu = specs.gpu
     left join ceilings on runs.gpu = ceilings.gpu
@@ -136,8 +139,9 @@ final as (
         nullif(split_part(source, ':', 1), '') as source_group,  -- repository, e.g. mosaicml/llm-foundry
         peak_tflops,                       -- dense TFLOP/s per GPU, run's precision
         peak_16bit_tflops,                 -- dense bf16 (else fp16) TFLOP/s per GPU
-        matmul_ceiling_16bit,  -- measured max achievable bf16 matmul / peak (fraction)
-        matmul_ceiling_lowp,   -- the same for fp8 (fraction; null where not measured)
+        matmul_ceiling_16bit,    -- measured max achievable bf16 matmul / peak (fraction)
+        matmul_ceiling_lowp,     -- the same for fp8 (fraction; null where not measured)
+        matmul_ceiling_power_w,  -- W: board power limit of the part the ceilings were measured on
         gpu_memory_gb,                     -- GB per GPU
         mem_bandwidth_tbps,                -- TB/s per GPU
         tdp_w,                             -- W per GPU

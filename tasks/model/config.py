@@ -49,6 +49,8 @@ class Structured(Strict):
     a2a_overlap_prior_weight: NonNegative
     moe_permute_bytes_prior: Positive
     moe_permute_prior_weight: NonNegative
+    power_clock_exponent_prior: Annotated[float, Field(gt=0, le=1)]
+    power_clock_prior_weight: NonNegative
     low_precision_share: dict[str, Fraction] = {}
     frameworks: dict[str, str] = {}
 

@@ -80,6 +80,10 @@ class NormalisedConformal:
     calibration_rows: int             # residuals in the pool
     # q of the MoE rows alone (Mondrian: their errors are not exchangeable with dense ones); None: the common q
     moe_quantile: float | None = None
+    # per FLAG_KINDS: True where the flag had too few residuals to be fitted and took the default widening; a row
+    # carrying several such flags is widened by the largest of them once, not by their product (e.g. "moe" and
+    # "moe_little_data", on the same rows whenever MoE data is scarce, are one extrapolation, not two)
+    unfitted: tuple[bool, ...] = ()
 
     def quantiles(self, flags: list[str] | np.ndarray) -> np.ndarray:
         """Per row: the conformal quantile that applies (the MoE one for rows flagged "moe", when calibrated)."""
@@ -90,7 +94,12 @@ class NormalisedConformal:
 
     def scale(self, flags: list[str] | np.ndarray) -> np.ndarray:
         widening = np.asarray(self.log_widening)
-        values: np.ndarray = np.exp(self.log_scale + flag_matrix(flags)[:, :len(widening)] @ widening)
+        matrix = flag_matrix(flags)[:, :len(widening)]
+        unfitted = np.zeros(len(widening), dtype=bool)
+        given = np.asarray(getattr(self, "unfitted", ()), dtype=bool)[:len(widening)]
+        unfitted[:len(given)] = given
+        once = (matrix[:, unfitted] * widening[unfitted]).max(axis=1, initial=0.0)
+        values: np.ndarray = np.exp(self.log_scale + matrix[:, ~unfitted] @ widening[~unfitted] + once)
         return values
 
     def half_width(self, flags: list[str] | np.ndarray) -> np.ndarray:
@@ -112,8 +121,8 @@ class NormalisedConformal:
     def calibrate(cls, residuals: np.ndarray, flags: list[str] | np.ndarray, level: float, min_flag_rows: int,
                   default_widening: float, residual_floor: float) -> NormalisedConformal:
         """Fit the scale by least squares of log max(|r|, floor) on the flags (widenings bounded at >= 0; a flag
-        on fewer than `min_flag_rows` residuals takes log `default_widening`), then q = the ceil((n+1) level)-th
-        smallest |r| / scale (clamped to n)."""
+        on fewer than `min_flag_rows` residuals takes log `default_widening`, once per row however many such flags
+        it carries), then q = the ceil((n+1) level)-th smallest |r| / scale (clamped to n)."""
         r = np.asarray(residuals, dtype="float64")
         ok = np.isfinite(r)
         r, matrix = r[ok], flag_matrix(np.asarray(flags, dtype=object)[ok])
@@ -123,19 +132,21 @@ class NormalisedConformal:
         target = np.log(np.maximum(np.abs(r), residual_floor))
         widening = np.full(len(FLAG_KINDS), math.log(default_widening))
         fitted = matrix.sum(axis=0) >= min_flag_rows
-        target_rest = target - matrix[:, ~fitted] @ widening[~fitted]
+        target_rest = target - (matrix[:, ~fitted] * widening[~fitted]).max(axis=1, initial=0.0)
         design = np.column_stack([np.ones(n), matrix[:, fitted]])
         lower = np.concatenate([[-np.inf], np.zeros(int(fitted.sum()))])
         solution = lsq_linear(design, target_rest, bounds=(lower, np.full(design.shape[1], np.inf))).x
         widening[fitted] = solution[1:]
-        scale = np.exp(solution[0] + matrix @ widening)
-        scores = np.abs(r) / scale
+        scores = np.abs(r) / cls(level=level, log_scale=float(solution[0]), log_widening=tuple(widening),
+                                 quantile=1.0, calibration_rows=n, unfitted=tuple(bool(f) for f in ~fitted)
+                                 ).scale(np.asarray(flags, dtype=object)[ok])
         moe = matrix[:, FLAG_KINDS.index("moe")] > 0
         # MoE rows get their own quantile once there are enough of them; the others keep the pooled one
         moe_quantile = _conformal_quantile(scores[moe], level) if moe.sum() >= min_flag_rows else None
         quantile = _conformal_quantile(scores, level)
         return cls(level=level, log_scale=float(solution[0]), log_widening=tuple(float(b) for b in widening),
-                   quantile=quantile, calibration_rows=n, moe_quantile=moe_quantile)
+                   quantile=quantile, calibration_rows=n, moe_quantile=moe_quantile,
+                   unfitted=tuple(bool(f) for f in ~fitted))
 
 
 def _conformal_quantile(scores: np.ndarray, level: float) -> float:

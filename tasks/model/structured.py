@@ -13,6 +13,10 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   +1 forward when every layer is recomputed) at the peak of the precision the recipe runs them in: fp8/fp4
   recipes run their share at the fp8/fp4 ceiling x `matmul_efficiency` x `lowp_matmul_ratio`, the rest at the
   16-bit ceiling x `matmul_efficiency`.
+- power limit: every matmul ceiling (linear layers, experts, attention) x (tdp_w / the board power of the part the
+  ceiling was measured on) ** `power_clock_exponent`, when that ratio is below 1 (the same die at a lower limit,
+  e.g. H100 at 500 W against the 700 W SXM part's MAMF, sustains a lower clock; dynamic power ~ C V^2 f with V ~ f
+  gives the prior 1/3). Memory-bound parts keep their bandwidth.
 - t_experts (MoE): routed experts, 2 x top_k x ffn_matrices x d_model x expert_ffn x MoE layers x passes FLOPs,
   at the same peaks, times the grouped-GEMM efficiency S / (S + `grouped_gemm_half_size`), S = tokens per expert
   per micro-step x expert FFN columns per GPU (tokens per expert = tokens entering the MoE on a GPU per micro-step
@@ -72,7 +76,8 @@ from tasks.model.design import PHYSICS_BOUND
 STRUCTURED_NUMERIC = (
     "num_gpus", "params_b", "active_params_b", "seq_len", "micro_batch", "global_batch_tokens",
     "peak_tflops", "peak_16bit_tflops", "mem_bandwidth_tbps", "intra_node_bw_gbps_unidir", "n_layers", "d_model",
-    "matmul_ceiling_16bit", "matmul_ceiling_lowp", "gpu_memory_gb", "n_heads", "head_dim", "attention_layers",
+    "matmul_ceiling_16bit", "matmul_ceiling_lowp", "matmul_ceiling_power_w", "tdp_w", "gpu_memory_gb", "n_heads",
+    "head_dim", "attention_layers",
     "ffn_matrices", "moe_experts", "moe_top_k", "moe_expert_ffn", "moe_shared_experts", "moe_dense_layers",
     "scale_up_domain_gpus", "scale_up_gbps_per_gpu", "scale_out_gbps_per_gpu",
 )
@@ -97,6 +102,9 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "tp_overlap": (0.5, 0.0, 1.0, "share of tensor-parallel communication hidden behind compute"),
     "dp_overlap": (0.8, 0.0, 1.0, "share of data-parallel / FSDP communication hidden behind compute"),
     "a2a_overlap": (0.3, 0.0, 0.9, "share of MoE all-to-all communication hidden behind compute"),
+    # starts at its physics prior (1/3: dynamic power ~ C V^2 f with V ~ f), where it stays when no row is capped
+    "power_clock_exponent": (1.0 / 3.0, 0.05, 1.0,
+                             "sustained matmul clock ~ (power limit / power of the MAMF part) ** this, below 1"),
 }
 # learned parameter -> (prior value, config key of its penalty weight): ridge on log(value / prior)
 PRIORS: dict[str, tuple[str, str]] = {
@@ -104,6 +112,7 @@ PRIORS: dict[str, tuple[str, str]] = {
     "grouped_gemm_half_size": ("grouped_gemm_half_size_prior", "grouped_gemm_prior_weight"),
     "a2a_overlap": ("a2a_overlap_prior", "a2a_overlap_prior_weight"),
     "moe_permute_bytes": ("moe_permute_bytes_prior", "moe_permute_prior_weight"),
+    "power_clock_exponent": ("power_clock_exponent_prior", "power_clock_prior_weight"),
 }
 
 
@@ -130,7 +139,8 @@ class Layout:
 @lru_cache(maxsize=4096)
 def parse_parallelism(text: str | None) -> Layout:
     """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
-    'TP 1; ZeRO-1 shard group 8; micro_num 4' -> sizes. Unreadable parts count as 1 (no model parallelism)."""
+    'TP 1; ZeRO-1 shard group 8; micro_num 4', 'model-parallel 64 (TP<=8 x PP); DP 24' -> sizes. Unreadable parts
+    count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():
         return Layout()
     t = text.replace("AsyncTP", "TP")
@@ -146,7 +156,15 @@ def parse_parallelism(text: str | None) -> Layout:
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
     fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
                           flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
-    return Layout(tp=size("TP"), pp=size("PP"), cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
+    tp, pp = size("TP"), size("PP")
+    # Megatron-LM's 2021 table: "model-parallel 512 (TP<=8 x PP)": tensor parallel up to the cap inside a node,
+    # pipeline over the rest (Narayanan et al. 2021: 1T = TP 8 x PP 64, 7.5B = TP 4)
+    model_parallel = _first_int(r"model[- ]parallel\s*(\d+)", t)
+    tp_cap = _first_int(r"(?<![A-Za-z])TP\s*<=\s*(\d+)", t)
+    if model_parallel and tp_cap and tp == 1 and pp == 1:
+        tp = max(1, min(tp_cap, model_parallel))
+        pp = max(1, model_parallel // tp)
+    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
                   vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 
 
@@ -226,6 +244,8 @@ class StructuredConfig:
     a2a_overlap_prior_weight: float
     moe_permute_bytes_prior: float
     moe_permute_prior_weight: float
+    power_clock_exponent_prior: float   # sustained clock ~ power ** this (dynamic power ~ f^3)
+    power_clock_prior_weight: float
     max_framework_factor: float
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
@@ -262,6 +282,7 @@ class Terms:
     linear_peak: np.ndarray        # FLOP/s: the achievable matmul peak the linear layers run at
     lowp_share: np.ndarray         # share of the linear FLOPs at that (fp8/fp4) peak; the rest at 16 bit
     peak_16bit: np.ndarray         # FLOP/s: the achievable 16-bit matmul peak (attention)
+    power_ratio: np.ndarray        # power limit / power of the part the MAMF was measured on, at most 1 (1: unknown)
     bandwidth: np.ndarray          # B/s
     layer_width: np.ndarray        # n_layers x d_model (per token activation scale)
     routed_width: np.ndarray       # top_k x d_model x MoE layers (per token routed hidden states; 0 dense)
@@ -352,6 +373,10 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     shares = dict(cfg.low_precision_share)
     lowp_share = np.array([shares.get(r or "", 1.0) for r in _text(frame, "precision_recipe")]) * low
     peak16 = peak16 * ceiling16
+    # a GPU run below the power its matmul ceiling was measured at (the same die at a lower board limit, e.g. H100
+    # at 500 W vs the 700 W SXM part) sustains a lower clock: the ratio, capped at 1 (a higher limit buys nothing)
+    power_ratio = np.clip(np.nan_to_num(_num(frame, "tdp_w") / _num(frame, "matmul_ceiling_power_w"), nan=1.0),
+                          1e-3, 1.0)
     bandwidth = _num(frame, "mem_bandwidth_tbps") * 1e12
     memory = _num(frame, "gpu_memory_gb") * 1e9
 
@@ -473,7 +498,7 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     framework = np.array([framework_family(t, families) for t in _text(frame, "framework")], dtype=object)
     return Terms(linear_flops=linear_flops, expert_flops=expert_flops, expert_gemm_size=expert_gemm_size,
                  attention_flops=attention_flops, linear_peak=linear_peak, lowp_share=lowp_share,
-                 peak_16bit=peak16, bandwidth=bandwidth, layer_width=layers * width,
+                 peak_16bit=peak16, power_ratio=power_ratio, bandwidth=bandwidth, layer_width=layers * width,
                  routed_width=np.where(moe, top_k * width * moe_layers, 0.0),
                  low_precision=low, moe=moe,
                  bubble=bubble, optimizer_s=optimizer_s, overhead_units=overhead_units, tp_s=tp_s, dp_s=dp_s,
@@ -492,8 +517,10 @@ def exposed(comm: np.ndarray, overlap: float, compute: np.ndarray) -> np.ndarray
 def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarray]:
     """Seconds per token per GPU, by part (before the framework factor)."""
     # fp8/fp4 recipes: their share of the linear FLOPs at the low-precision ceiling, the rest at 16 bit
-    low_eff = p["matmul_efficiency"] * p["lowp_matmul_ratio"]
-    high_eff = p["matmul_efficiency"]
+    # the matmul engines' sustained clock under the board's power limit (1 at or above the MAMF part's power)
+    clock = terms.power_ratio ** p["power_clock_exponent"]
+    low_eff = p["matmul_efficiency"] * p["lowp_matmul_ratio"] * clock
+    high_eff = p["matmul_efficiency"] * clock
     seconds_per_flop = np.where(
         terms.low_precision,
         terms.lowp_share / (terms.linear_peak * low_eff) + (1.0 - terms.lowp_share) / (terms.peak_16bit * high_eff),
@@ -503,7 +530,7 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
     grouped = np.where(finite, size / (size + p["grouped_gemm_half_size"]), 1.0)
     linear = terms.linear_flops * seconds_per_flop
     experts = terms.expert_flops * seconds_per_flop / grouped
-    attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"])
+    attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"] * clock)
     bytes_per_token = terms.layer_width * (p["activation_bytes"] + np.where(terms.low_precision,
                                                                              p["quantisation_bytes"], 0.0))
     memory = bytes_per_token / terms.bandwidth
@@ -630,6 +657,8 @@ def unidentified(terms: Terms) -> list[str]:
     out = []
     if not terms.low_precision.any():
         out.append("quantisation_bytes")
+    if not (terms.power_ratio < 1.0).any():
+        out.append("power_clock_exponent")
     if not terms.moe.any():
         out += ["grouped_gemm_half_size", "moe_permute_bytes"]
     if not (terms.a2a_s > 0).any():

@@ -5,6 +5,8 @@ a model has no MoE shape at all."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -101,7 +103,8 @@ ONE_GPU_VMS = {"scale_up_domain_gpus": 1, "scale_up_gbps_per_gpu": 450.0, "scale
 HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 400.0}
 PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
-          "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3}
+          "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
+          "power_clock_exponent": 1.0 / 3.0}
 
 
 def test_fsdp_bytes_per_step_over_the_network_a_machine_has() -> None:
@@ -211,3 +214,18 @@ def test_moe_rows_get_their_own_interval_quantile() -> None:
     few = NormalisedConformal.calibrate(residuals[:40], flags[:40], 0.8, min_flag_rows=20, default_widening=1.5,
                                         residual_floor=0.01)
     assert few.moe_quantile is None
+
+
+def test_flags_without_calibration_data_widen_once() -> None:
+    from tasks.model.intervals import NormalisedConformal
+
+    # 30 dense residuals of 0.1 and 2 MoE ones (fewer than min_flag_rows 20): "moe" and "moe_little_data" are
+    # not fitted and take the default widening 1.5, which a row carrying both gets once (1.5, not 1.5 x 1.5 = 2.25)
+    residuals = np.array([0.1] * 30 + [0.2, 0.2])
+    flags = [""] * 30 + ["moe_little_data,moe"] * 2
+    conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01)
+    # scale b0 = mean log |r| of all 32 rows after removing the unfitted widening: (30 ln 0.1 + 2 ln(0.2 / 1.5)) / 32
+    b0 = (30 * math.log(0.1) + 2 * math.log(0.2 / 1.5)) / 32
+    assert conformal.scale(["", "moe_little_data,moe", "moe"]) == pytest.approx(
+        [math.exp(b0), 1.5 * math.exp(b0), 1.5 * math.exp(b0)], rel=1e-6)

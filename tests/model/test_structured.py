@@ -25,7 +25,8 @@ ROW = {"num_gpus": 1, "params_b": 8.03, "active_params_b": 8.03, "seq_len": 4096
 PHYSICS = load_config("models")["structured"]   # the fixed constants (config/models.toml [structured])
 PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "attention_efficiency": 0.5, "activation_bytes": 100.0,
           "quantisation_bytes": 50.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
-          "layer_overhead_us": 10.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3}
+          "layer_overhead_us": 10.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3,
+          "power_clock_exponent": 1.0 / 3.0}
 
 
 def test_step_time_of_one_row_by_hand() -> None:
@@ -57,6 +58,25 @@ def test_fp8_runs_only_the_linear_layers_at_the_fp8_peak() -> None:
     assert parts["memory"][1] == pytest.approx(150 * 32 * 4096 / 3.35e12)
 
 
+def test_a_power_limit_below_the_mamf_part_slows_only_the_matmuls() -> None:
+    # the same row on H100-SXM at its 700 W limit, and on torchtitan's H100 capped at 500 W (gpu_specs tdp_w) whose
+    # MAMF was measured on the 700 W SXM part (gpu_matmul_ceilings mamf_power_w); a 1,000 W limit above it
+    full = dict(ROW, tdp_w=700.0, matmul_ceiling_power_w=700.0)
+    capped = dict(full, tdp_w=500.0)
+    above = dict(full, tdp_w=1000.0)
+    terms = compute_terms(pd.DataFrame([full, capped, above, ROW]), StructuredConfig.from_config(PHYSICS))
+    parts = step_time_parts(terms, PARAMS)
+    # clock (500 / 700) ** (1/3) = 0.71429 ** 0.33333 = 0.89390: linear 4.818e10 / (794.5e12 x 0.5 x 0.89390)
+    assert pytest.approx(0.89390, rel=1e-5) == (500 / 700) ** (1 / 3)
+    assert parts["linear"][1] == pytest.approx(4.818e10 / (397.25e12 * 0.89390), rel=1e-5)
+    assert parts["attention"][1] == pytest.approx(3.221225472e9 / (397.25e12 * 0.89390), rel=1e-5)
+    # HBM traffic, overhead and optimizer do not scale with the clock
+    for name in ("memory", "layer_overhead", "optimizer"):
+        assert parts[name][1] == parts[name][0]
+    # at or above the measured part's power, and without a power column: the MAMF as measured
+    assert parts["linear"][0] == parts["linear"][2] == parts["linear"][3] == pytest.approx(4.818e10 / 397.25e12)
+
+
 def test_layouts_are_read_from_free_text() -> None:
     lay = parse_parallelism("TP 4 PP 8 CP 2 EP 8 VP 8 MBS 1 GA 128")
     assert (lay.tp, lay.pp, lay.cp, lay.ep, lay.vp, lay.grad_accum, lay.fsdp) == (4, 8, 2, 8, 8, 128, False)
@@ -70,6 +90,11 @@ def test_layouts_are_read_from_free_text() -> None:
     assert all(parse_parallelism(t).fsdp for t in ("HSDP 8x4", "HYBRID_SHARD", "DeepSpeed ZeRO-3", "zero3"))
     assert not parse_parallelism("ZeRO-1 shard group 8").fsdp
     assert (parse_parallelism("TP 4 PP 1 CP 1 EP 8 ETP 4").etp, parse_parallelism("TP 4 EP 8").etp) == (4, 0)
+    # Megatron-LM 2021: a model-parallel size with tensor parallelism capped at 8, the rest pipeline (1T: 8 x 64)
+    lay = parse_parallelism("model-parallel 512 (TP<=8 x PP); DP 6")
+    assert (lay.tp, lay.pp) == (8, 64)
+    lay = parse_parallelism("model-parallel 4 (TP<=8 x PP); DP 32")
+    assert (lay.tp, lay.pp) == (4, 1)
 
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
