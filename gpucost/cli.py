@@ -4,9 +4,10 @@ reason on stderr, when it fails."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -567,11 +568,35 @@ def fetch(
              + " (the other providers were ingested; the last good prices are kept)")
 
 
-def check_config(command: str | None, argv: list[str]) -> None:
+@dataclass(frozen=True)
+class Parsed:
+    """A command line as the Typer app reads it, before anything runs."""
+
+    command: str | None                      # the command it names (COMMANDS' key), None for none or an unknown one
+    options: dict[str, Any] = field(default_factory=dict)  # the command's parameters as parsed
+    help: bool = False                       # --help is asked for: the command only prints its help
+
+
+def parse(argv: list[str]) -> Parsed:
+    """`argv` read by the app's own definition (resilient: no help printed, a bad option or value left for the
+    command's own run to report), so the checks before it starts see what the command will."""
+    group = typer.main.get_command(app)
+    with group.make_context("gpucost", list(argv), resilient_parsing=True) as context:
+        if not argv or argv[0].startswith("-"):  # `gpucost`, `gpucost --help`: no command
+            return Parsed(None, help=bool(set(argv) & set(context.help_option_names)))
+        name, command, rest = group.resolve_command(context, list(argv))
+        if command is None or name not in COMMANDS:
+            return Parsed(None)
+        with command.make_context(name, list(rest), parent=context, resilient_parsing=True) as sub:
+            words = rest[:rest.index("--")] if "--" in rest else rest  # after `--`, a --help is a value
+            return Parsed(name, dict(sub.params), help=bool(set(words) & set(context.help_option_names)))
+
+
+def check_config(parsed: Parsed) -> None:
     """A wrong config file or environment override is one line naming the file (or variable) and the key,
     exit 2, before any flow, Prefect server or supervisor starts."""
-    spec = COMMANDS.get(command or "")
-    if spec is None or "--help" in argv:
+    spec = COMMANDS.get(parsed.command or "")
+    if spec is None or parsed.help:
         return
 
     try:
@@ -590,25 +615,20 @@ def check_config(command: str | None, argv: list[str]) -> None:
 
 def requested_providers(argv: list[str]) -> list[str]:
     """The providers `gpucost fetch` was given by name (--provider NAME, -p NAME, --provider=NAME)."""
-    names = []
-    for index, arg in enumerate(argv):
-        if arg in ("--provider", "-p") and index + 1 < len(argv):
-            names.append(argv[index + 1])
-        elif arg.startswith("--provider="):
-            names.append(arg.partition("=")[2])
-    return names
+    parsed = parse(argv)
+    return list(parsed.options.get("provider") or []) if parsed.command == "fetch" else []
 
 
-def check_extras(command: str | None, argv: list[str], configured: bool) -> None:
+def check_extras(parsed: Parsed, configured: bool) -> None:
     """A feature asked for whose pip extra is not installed (tasks/extras.py): one line naming the extra, exit 2,
     before anything starts. First what the command line asks for (before any config is read), then, once the
     config is `configured` (checked), what it asks for."""
-    spec = COMMANDS.get(command or "")
-    if spec is None or not spec.checks_config or "--help" in argv:
+    command, spec = parsed.command, COMMANDS.get(parsed.command or "")
+    if spec is None or not spec.checks_config or parsed.help:
         return
 
     try:
-        if not configured and command == "fetch" and "aws-spot" in requested_providers(argv):
+        if not configured and command == "fetch" and "aws-spot" in (parsed.options.get("provider") or []):
             require("aws", "the aws-spot price fetch")  # in the configured list it is skipped instead
         if configured:
 
@@ -625,12 +645,12 @@ def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (gpucost/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
     argv = sys.argv[1:]
-    command = next((a for a in argv if not a.startswith("-")), None)
+    parsed = parse(argv)
     if not is_worker():  # the supervised worker was checked by its parent
-        check_extras(command, argv, configured=False)
-        check_config(command, argv)
-        check_extras(command, argv, configured=True)
-    if command in COMMANDS and COMMANDS[command].supervised and not is_worker():
+        check_extras(parsed, configured=False)
+        check_config(parsed)
+        check_extras(parsed, configured=True)
+    if parsed.command is not None and COMMANDS[parsed.command].supervised and not is_worker():
         sys.exit(run_supervised(argv))
     if is_worker():
 
