@@ -18,9 +18,10 @@ from flows.publish import publish
 from flows.train import train
 from tasks import config_files
 from tasks.fetch.config import load_fetch_config
-from tasks.publishing.lock import check_warehouse_free, run_lock
+from tasks.processes import run_lock
 from tasks.settings import config_dir
 from tasks.stores import mlflow_problem
+from tasks.warehouse import check_warehouse_free
 
 # What each step's failure means for tonight's publish.
 CONSEQUENCES = {

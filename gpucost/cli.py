@@ -27,7 +27,6 @@ from gpucost.present import (
     tokens,
     wrapped,
 )
-from gpucost.processes import install_worker_handlers
 from gpucost.serve import ServeError
 from gpucost.serve import serve as serve_all
 from tasks import config_files
@@ -37,14 +36,14 @@ from tasks.extras import MissingExtraError, check_command, require
 from tasks.fetch.config import check_providers, load_fetch_config
 from tasks.ingest.registry import irregular_file
 from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
-from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
+from tasks.processes import RunLockedError, install_worker_handlers, run_lock
 from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 from tasks.settings import ConfigError, Environment, Resources
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
 from tasks.stores import disk_full_file, sqlite_path
-from tasks.warehouse import SANDBOXED, WarehouseBusyError, connect
+from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free, connect
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")

@@ -1,5 +1,5 @@
 """What every long-running `gpucost` command does around its work: run it under a supervisor that stops the
-whole process group on SIGTERM/SIGINT (gpucost/processes.py), check the stores it will touch before it starts
+whole process group on SIGTERM/SIGINT (tasks/processes.py), check the stores it will touch before it starts
 (tasks/preflight.py), and turn an interrupt or a full disk into one line and a documented exit code."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typer import Exit as CommandExit
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
-from gpucost.processes import EXIT_INTERRUPTED, WORKER_ENV, Supervised, remove_half_written, supervise
 from tasks import config_files
 from tasks.ingest.registry import IngestAborted, find_aborted
 from tasks.preflight import (
@@ -24,6 +23,8 @@ from tasks.preflight import (
     check_stores,
     disk_full_message,
 )
+from tasks.processes import WORKER_ENV, Supervised, stopped_exit, supervise
+from tasks.publishing.database import remove_half_written
 from tasks.publishing.night import check_targets
 from tasks.publishing.ownership import ForeignTargetError
 from tasks.publishing.parquet import parquet_root
@@ -77,9 +78,9 @@ def run_supervised(argv: list[str]) -> int:
         removed = remove_half_written(published, result.worker_pid)
         print(f"error: {stop_line(command, result, started, removed, published)}", file=sys.stderr, flush=True)
 
-    result = supervise(argv, grace_seconds(), on_stop)
+    result = supervise([sys.executable, "-m", "gpucost.cli", *argv], grace_seconds(), on_stop)
     if result.signum is not None:
-        return EXIT_INTERRUPTED.get(result.signum, 128 + result.signum)
+        return stopped_exit(result.signum)
     if result.returncode < 0:
         return 128 - result.returncode
     return result.returncode

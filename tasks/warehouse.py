@@ -83,6 +83,23 @@ def connect(
     return con
 
 
+def check_warehouse_free(path: Path) -> None:
+    """Raise WarehouseBusyError (naming the process that holds it, e.g. a user's open DuckDB session) now,
+    before a run starts, rather than letting every step fail on it in turn.
+
+    Opened read-write (a reader holding the file blocks a writer too) but not migrated, so the check itself
+    changes nothing; a damaged file is left to the pre-flight check, which names it with the next step."""
+
+    if not path.exists():
+        return
+    try:
+        connect(path, migrate_schema=False).close()
+    except WarehouseBusyError:
+        raise
+    except duckdb.Error:
+        return
+
+
 @contextmanager
 def warehouse(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     con = connect(path, read_only=read_only)

@@ -83,6 +83,7 @@ from tasks.model.tracking import (
     connect_tracking,
     version_by_alias,
 )
+from tasks.processes import pid_alive
 from tasks.settings import PROJECT_ROOT, Resources
 from tasks.warehouse import query
 
@@ -544,13 +545,7 @@ def training_alive(tags: Mapping[str, str], start_time_ms: int | None, now_ms: i
     if host != socket.gethostname():
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         return start_time_ms is None or now_ms - start_time_ms < OTHER_HOST_STALE_AFTER_MS
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by another user
-    return True
+    return pid_alive(int(pid))
 
 
 def recover_interrupted_training(tracking: Tracking, started_before_ms: int | None = None) -> list[str]:

@@ -46,6 +46,15 @@ def temporary_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.{os.getpid()}.tmp")
 
 
+def remove_half_written(target: Path, pid: int) -> list[Path]:
+    """The temporary file process `pid` was writing when it was killed (`temporary_path` in that process)."""
+    removed = []
+    for path in target.parent.glob(f".{target.name}.{pid}.tmp*"):
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
 def remove_stale_temporaries(target: Path) -> list[Path]:
     """Leftovers of publishes that were killed midway (never the published file itself)."""
     removed = []
