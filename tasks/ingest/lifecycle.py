@@ -53,6 +53,7 @@ from tasks.ingest.registry import (
     machine_failure,
     record_file,
 )
+from tasks.ingest.source import FileSource
 from tasks.ingest.validation import check_staged, collect_suite_failures
 from tasks.reference import load_reference_tables
 from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
@@ -66,17 +67,6 @@ HAND_OVER_ROW_GROUP = 20_000
 
 class FileError(ValueError):
     """The file as a whole cannot be ingested (quarantined whole, with this message)."""
-
-
-@dataclass(frozen=True)
-class FileSource:
-    """One file to ingest, and how: the dataset it belongs to, and for price lists the provider it prices,
-    the adapter (format) that reads it and the adapter's options (config/sources.toml)."""
-
-    path: Path
-    provider: str | None = None
-    format: str | None = None
-    options: dict[str, Any] | None = None
 
 
 @dataclass
