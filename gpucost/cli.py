@@ -39,7 +39,7 @@ from tasks.preflight import disk_full_message, duckdb_problem, environment_probl
 from tasks.processes import RunLockedError, install_worker_handlers, run_lock
 from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
-from tasks.settings import ConfigError, Environment, Resources
+from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
 from tasks.stores import disk_full_file, sqlite_path
@@ -643,6 +643,7 @@ def check_extras(parsed: Parsed, configured: bool) -> None:
 def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (gpucost/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
+    configure_prefect_environment()  # Prefect reads its settings once, when it is imported: first
     argv = sys.argv[1:]
     parsed = parse(argv)
     if not is_worker():  # the supervised worker was checked by its parent

@@ -52,7 +52,7 @@ def test_a_provider_added_in_one_module_is_fetched_and_ingested(
     assert (result.status, len(result.files)) == ("ok", 1)
     (outcome,) = report.outcomes
     assert (outcome.status, outcome.rows_read, outcome.rows_loaded) == ("loaded", 3, 3)
-    with warehouse(read_only=True) as con:
+    with warehouse(configured.resources().warehouse, read_only=True) as con:
         got = con.execute("select instance_type, gpu, gpu_count, usd_per_hour, usd_per_gpu_hour "
                           "from core.price_observations where provider = 'tinycloud' order by instance_type").fetchall()
     # the catalog's prices per instance-hour, per GPU-hour = price / GPUs:
