@@ -23,9 +23,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from gpucost.processes import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
 from tasks import config_files
-from tasks.settings import PROJECT_ROOT, Environment, paths
+from tasks.processes import STOP_SIGNALS, die_with_parent, processes_with_env, stopped_exit
+from tasks.settings import PROJECT_ROOT, Environment, Resources
 
 WORK_POOL = "gpucost-local"             # the pool every deployment of prefect.yaml names (tests/test_definitions.py)
 NIGHTLY = "nightly/nightly"             # flow name / deployment name
@@ -164,7 +164,7 @@ def describe(client: Any) -> list[str]:
 def stop_all(children: list[subprocess.Popen[bytes]], mark: str) -> None:
     """Kill the flow runs the worker started (each in a session of its own, beyond any process group: found by
     the mark in their environment), then the worker's and the server's process groups. Killed, not asked to
-    stop, as gpucost/processes.py explains: every write of a run is safe against a kill, the server's SQLite
+    stop, as tasks/processes.py explains: every write of a run is safe against a kill, the server's SQLite
     state survives it, and a SIGTERM made both print cancellation tracebacks over the supervisor's one line."""
     for pid in processes_with_env(SERVE_MARK, mark):
         _kill(pid, signal.SIGKILL)
@@ -185,11 +185,11 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def serve() -> None:
+def serve(resources: Resources) -> None:
     settings = config_files.settings().serve
     host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
-    prefect_home, mark = paths().prefect_home, str(os.getpid())
+    prefect_home, mark = resources.prefect_home, str(os.getpid())
 
     def on_signal(signum: int, frame: object) -> None:
         raise Stopped(signum)
@@ -224,7 +224,7 @@ def serve() -> None:
             signal.signal(sig, signal.SIG_IGN)
         stop_all(children, mark)
         # the supervisor prints the one line saying what stopped (gpucost/guard.py)
-        os._exit(EXIT_INTERRUPTED.get(signal.Signals(stop.signum), 128 + stop.signum))
+        os._exit(stopped_exit(stop.signum))
     finally:
         for sig in STOP_SIGNALS:  # a signal now would cut the clean-up short
             signal.signal(sig, signal.SIG_IGN)

@@ -16,8 +16,9 @@ from tasks.ingest.config import IngestSettings
 from tasks.model.config import Models, models_config
 from tasks.prices.config import PriceValidation
 from tasks.ranking.config import Ranking, ranking_config
-from tasks.ranking.workloads import WorkloadsFile, load_workloads, workloads_config
+from tasks.ranking.workloads import load_workloads, workloads_config
 from tasks.reference import ReferenceFiles
+from tasks.settings import Resources, locate
 from tasks.sources import Sources
 from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
 
@@ -68,6 +69,8 @@ class Settings(Strict):
     sql: SqlSettings = SqlSettings()
 
 
+# The files read through the generic loader (tasks/config.py); config/workloads.toml is read by its domain's own
+# (tasks.ranking.workloads.workloads_config: a bad entry is named by its workload), config/fetch.toml by fetch's.
 MODELS: dict[str, type[BaseModel]] = {
     "settings": Settings,
     "sources": Sources,
@@ -75,7 +78,6 @@ MODELS: dict[str, type[BaseModel]] = {
     "mlflow_telemetry": MlflowTelemetry,
     "ranking": Ranking,
     "models": Models,
-    "workloads": WorkloadsFile,
 }
 
 
@@ -85,6 +87,12 @@ def settings() -> Settings:
 
 def sources() -> Sources:
     return config.load("sources", Sources)
+
+
+def resources(loaded: Settings | None = None) -> Resources:
+    """Where this run's state lives (the environment now) and the configured reference folder: an entry point
+    builds it once and passes it down. `loaded`: settings.toml as the entry point loaded it."""
+    return locate((loaded or settings()).reference.path("folder"))
 
 
 # The entry points' names for the loaders the domains own (one loader per file).
@@ -109,5 +117,8 @@ def check_all() -> None:
 def load_config(name: str) -> dict[str, Any]:
     """`config/<name>.toml` (or the same file under `GPUCOST_CONFIG_DIR`) as plain tables, validated first by its
     typed model (ConfigError in one line), for scripts and tests that edit a file's tables."""
-    config.load(name, MODELS[name])
+    if name == "workloads":
+        workloads()
+    else:
+        config.load(name, MODELS[name])
     return config.read_toml(name)

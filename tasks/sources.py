@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from tasks.config import Strict
-from tasks.prices.ingest import PriceSource
+from tasks.ingest.source import FileSource as PriceSource  # tasks.prices.ingest.PriceSource, without the ingest
 from tasks.providers import registry
 from tasks.settings import ConfigError, resolve_project_path
 

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from tasks.landing_zone import land_raw_record_tables
-from tasks.settings import SQL_DIR, paths
+from tasks.settings import SQL_DIR
 from tasks.sql_files import execute, query, sql_text, transaction
 
 __all__ = ["execute", "query", "sql_text", "transaction"]  # the SQL helpers' usual import path
@@ -64,11 +64,11 @@ SANDBOXED = {
 
 
 def connect(
-    path: Path | None = None, read_only: bool = False, config: Mapping[str, Any] | None = None,
+    path: Path, read_only: bool = False, config: Mapping[str, Any] | None = None,
     migrate_schema: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (and on first use create and migrate) the warehouse; `migrate_schema=False` opens it as it is."""
-    path = Path(path or paths().warehouse)
+    path = Path(path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.exists():
@@ -84,8 +84,25 @@ def connect(
     return con
 
 
+def check_warehouse_free(path: Path) -> None:
+    """Raise WarehouseBusyError (naming the process that holds it, e.g. a user's open DuckDB session) now,
+    before a run starts, rather than letting every step fail on it in turn.
+
+    Opened read-write (a reader holding the file blocks a writer too) but not migrated, so the check itself
+    changes nothing; a damaged file is left to the pre-flight check, which names it with the next step."""
+
+    if not path.exists():
+        return
+    try:
+        connect(path, migrate_schema=False).close()
+    except WarehouseBusyError:
+        raise
+    except duckdb.Error:
+        return
+
+
 @contextmanager
-def warehouse(path: Path | None = None, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def warehouse(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     con = connect(path, read_only=read_only)
     try:
         yield con

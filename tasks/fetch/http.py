@@ -28,6 +28,7 @@ import tenacity
 from pydantic import Field
 
 from tasks.landing_zone import fsync
+from tasks.processes import pid_alive
 from tasks.settings import Strict
 
 CHUNK_BYTES = 1 << 20
@@ -230,16 +231,6 @@ def part_path(target: Path) -> Path:
     return target.with_name(f".{target.name}.part-{os.getpid()}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_partial_files(root: Path) -> list[Path]:
     """Leftovers of downloads cut by a killed process (never a completed file, never the part file of a
     fetch still running in another process)."""
@@ -247,7 +238,7 @@ def remove_partial_files(root: Path) -> list[Path]:
     if root.exists():
         for stale in root.rglob(".*.part-*"):
             pid = stale.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
+            if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)):
                 continue
             stale.unlink(missing_ok=True)
             removed.append(stale)

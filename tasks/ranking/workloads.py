@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 import polars as pl
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from tasks import config
 from tasks.config import Positive, Strict
@@ -50,12 +50,6 @@ WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "checkpoints_kept": pl.Int64(),
 }
 
-
-class WorkloadsFile(Strict):
-    """config/workloads.toml: the list only; each entry is checked by tasks.ranking.workloads.validate_workload,
-    which also needs config/ranking.toml (precisions, optimizers) and names the workload."""
-
-    workloads: list[dict[str, Any]] = []
 
 class WorkloadConfigError(ConfigError):
     """config/workloads.toml has a key of the wrong type, sign or range, names something config/ranking.toml
@@ -115,17 +109,51 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{key} = {value!r}: {error['msg'].removeprefix('Value error, ')}"
 
 
-def validate_workload(entry: Any, ranking: Ranking, file: str, index: int) -> Workload:
-    """The entry as a Workload, or WorkloadConfigError naming the file, the workload and every bad key."""
+def entry_workload(entry: Any, file: str, index: int) -> Workload:
+    """One [[workloads]] table as a Workload, or WorkloadConfigError naming the file, the workload and every bad
+    key."""
     name = entry.get("name") if isinstance(entry, dict) else None
     label = f"workload {name}" if isinstance(name, str) and name else f"workload #{index + 1}"
     if not isinstance(entry, dict):
         raise WorkloadConfigError(f"{file}: {label} is not a [[workloads]] table")
     try:
-        workload = Workload.model_validate(entry)
+        return Workload.model_validate(entry)
     except ValidationError as error:
         problems = "; ".join(_describe(e) for e in error.errors(include_url=False))
         raise WorkloadConfigError(f"{file}: {label}: {problems}") from None
+
+
+class WorkloadsFile(Strict):
+    """config/workloads.toml: its [[workloads]] entries, each a Workload. Read by `workloads_config` (or
+    `workloads_from` for tables in hand), which names a bad entry by its workload; what an entry names in
+    config/ranking.toml (precision, optimizer) is checked against it by `load_workloads`."""
+
+    workloads: list[Workload] = []
+    _file: str = PrivateAttr("config/workloads.toml")  # where it was read: error messages name it
+
+    @property
+    def file(self) -> str:
+        return self._file
+
+
+def workloads_from(tables: dict[str, Any], file: str = "config/workloads.toml") -> WorkloadsFile:
+    """The tables of a workloads file (read from `file`) as a WorkloadsFile, or WorkloadConfigError naming the file
+    (and the workload, for a bad entry)."""
+    unknown = sorted(set(tables) - {"workloads"})
+    if unknown:
+        raise WorkloadConfigError(f"{file}: {unknown[0]}: unknown key (a typo? the keys here are workloads)")
+    entries = tables.get("workloads", [])
+    if not isinstance(entries, list):
+        raise WorkloadConfigError(f"{file}: `workloads` must be a list of [[workloads]] tables")
+    loaded = WorkloadsFile(workloads=[entry_workload(entry, file, i) for i, entry in enumerate(entries)])
+    loaded._file = file
+    return loaded
+
+
+def validate_workload(workload: Workload, ranking: Ranking, file: str) -> Workload:
+    """The workload, or WorkloadConfigError when it names a precision or optimizer config/ranking.toml does not
+    define."""
+    label = f"workload {workload.name}"
     if workload.precision not in ranking.precisions:
         known = ", ".join(ranking.precisions)
         raise WorkloadConfigError(
@@ -183,13 +211,10 @@ def workloads_file() -> str:
 def load_workloads(workloads: WorkloadsFile | dict[str, Any], ranking: Ranking) -> pl.DataFrame:
     """One row per workload (WORKLOAD_SCHEMA), from config/workloads.toml as loaded (or the plain tables
     `workloads`, which name no file) and config/ranking.toml."""
-    if isinstance(workloads, WorkloadsFile):
-        file, entries = workloads_file(), workloads.workloads
-    else:
-        file, entries = "config/workloads.toml", workloads.get("workloads", [])
-    if not isinstance(entries, list):
-        raise WorkloadConfigError(f"{file}: `workloads` must be a list of [[workloads]] tables")
-    rows = [_resolve(validate_workload(entry, ranking, file, i), ranking) for i, entry in enumerate(entries)]
+    if not isinstance(workloads, WorkloadsFile):
+        workloads = workloads_from(workloads)
+    file = workloads.file
+    rows = [_resolve(validate_workload(entry, ranking, file), ranking) for entry in workloads.workloads]
     names = [row["workload"] for row in rows]
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
@@ -206,5 +231,5 @@ def require_workloads(workloads: pl.DataFrame) -> None:
 
 
 def workloads_config() -> WorkloadsFile:
-    """config/workloads.toml, for a caller that was not handed it."""
-    return config.load("workloads", WorkloadsFile)
+    """config/workloads.toml (the entry points load it through tasks/config_files.py and pass it down)."""
+    return workloads_from(config.read_toml("workloads"), workloads_file())

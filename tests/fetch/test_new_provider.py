@@ -17,6 +17,7 @@ from tasks.providers import registry
 from tasks.settings import ConfigError
 from tasks.sources import Sources, price_sources_for
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 from tests.fetch import tinycloud
 
@@ -46,12 +47,12 @@ def test_a_provider_added_in_one_module_is_fetched_and_ingested(
     monkeypatch.setenv("GPUCOST_FETCH_TINYCLOUD_URL", httpserver.url_for("/v2/machines"))
     config = load_fetch_config()  # the shipped fetch.toml: no [tinycloud] section, its defaults apply
     assert config.base_url("tinycloud") == httpserver.url_for("/v2/machines")
-    report = fetch_once(config, ["tinycloud"])
+    report = fetch_once(config, ["tinycloud"], configured.resources(), configured.price_ingest())
     (result,) = report.results
     assert (result.status, len(result.files)) == ("ok", 1)
     (outcome,) = report.outcomes
     assert (outcome.status, outcome.rows_read, outcome.rows_loaded) == ("loaded", 3, 3)
-    with warehouse(read_only=True) as con:
+    with warehouse(configured.resources().warehouse, read_only=True) as con:
         got = con.execute("select instance_type, gpu, gpu_count, usd_per_hour, usd_per_gpu_hour "
                           "from core.price_observations where provider = 'tinycloud' order by instance_type").fetchall()
     # the catalog's prices per instance-hour, per GPU-hour = price / GPUs:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tasks.publishing.lock import RunLockedError, run_lock
+from tasks.processes import RunLockedError, run_lock
 
 
 def test_second_run_is_refused_and_lock_released_after(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from gpucost.processes import processes_with_env
+from tasks.processes import processes_with_env
 from tasks.settings import PROJECT_ROOT
 
 PYTHON = sys.executable

@@ -24,8 +24,8 @@ import duckdb
 import httpx
 import pytest
 
-from gpucost.processes import processes_with_env
 from gpucost.serve import WORK_POOL
+from tasks.processes import processes_with_env
 from tests.reliability.helpers import assert_one_line
 from tests.scale.conftest import SERVER_START_TIMEOUT_S
 from tests.scale.processes import free_port, log_tail, start_group, stop_group, stop_servers_on_sigterm, wait_until

@@ -1,18 +1,23 @@
-"""Stopping cleanly: a command that starts a Prefect server runs its work in a child process group that a
+"""Processes, locks and signals, in one place for every layer: which processes are alive (a pid, a process group,
+the processes a command started), the lock that keeps two nightly runs apart, and the supervisor that stops a
+command's whole process group cleanly. It imports nothing of the project (the command line, gpucost/guard.py,
+chooses what runs supervised and what each stop exits with).
+
+Stopping cleanly: a command that starts a Prefect server runs its work in a child process group that a
 light parent process supervises, so that SIGTERM (systemd, a container stop), SIGINT (Ctrl-C), or the
 out-of-memory killer taking the work leave nothing running.
 
 Why a supervisor: Prefect's temporary API server is a `uvicorn` child started by `prefect` inside the work
 process and stopped by an `atexit` hook, which never runs when the process dies of a signal (every SIGTERM
 left an orphaned server). Here the work runs as the leader of its own process group; Prefect's server, and
-any process the work starts, join that group. The parent (this module, which imports nothing heavy):
+any process the work starts, join that group. The parent (`supervise`, which imports nothing heavy):
 
 - on SIGTERM, SIGINT or SIGHUP sends SIGTERM to the work process, which kills the rest of its group and
   ends (install_worker_handlers); after `grace_seconds` SIGKILLs whatever is left of the group; then prints
   one line saying what was interrupted and that the previous results are still served (nothing is published
   until a publish completes: the published file is replaced atomically);
 - when the work dies of a signal it did not send (SIGKILL by the OOM killer), kills the rest of the group,
-  removes the half-written published file of that process, and says so in one line;
+  and lets the command say so in one line (and remove what the work left half-written);
 - dies with its child: the work process gets SIGTERM if the parent is killed (PR_SET_PDEATHSIG), and then
   stops its own group the same way.
 
@@ -25,23 +30,62 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-
-from gpucost.commands import Exit
 
 WORKER_ENV = "GPUCOST_WORKER"        # set in the work process: install the handlers, do not supervise again
 PR_SET_PDEATHSIG = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-EXIT_INTERRUPTED: dict[int, int] = {
-    signal.SIGINT: Exit.SIGINT, signal.SIGTERM: Exit.SIGTERM, signal.SIGHUP: Exit.SIGHUP,
-}
+
+
+def stopped_exit(signum: int) -> int:
+    """What a process stopped by signal `signum` exits with, as a shell reports it: 128 + the signal's number
+    (README "Exit codes": 130 SIGINT, 143 SIGTERM, 129 SIGHUP, 137 SIGKILL)."""
+    return 128 + int(signum)
+
+
+def pid_alive(pid: int) -> bool:
+    """Is process `pid` there (a process of another user counts)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by another user
+    return True
+
+
+class RunLockedError(RuntimeError):
+    """Another nightly run holds the lock."""
+
+
+@contextmanager
+def run_lock(path: Path) -> Iterator[None]:
+    """A lock file so that two nightly runs never overlap (the second one exits, saying who holds it).
+    `fcntl.flock` is released by the kernel when the holder dies, so a killed run leaves no stale lock."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            raise RunLockedError(
+                f"another nightly run (pid {holder}) holds {path}; this run exits without doing anything"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
 
 
 def die_with_parent(sig: int = signal.SIGTERM) -> None:
@@ -93,7 +137,7 @@ def processes_with_env(name: str, value: str) -> list[int]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
 
@@ -109,9 +153,9 @@ class Supervised:
     seconds: float = 0.0
 
 
-def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervised], None] | None = None,
+def supervise(command: list[str], grace_seconds: float, on_stop: Callable[[Supervised], None] | None = None,
               poll_seconds: float = 0.05) -> Supervised:
-    """Run `python -m gpucost.cli ARGV` as the leader of a new process group and wait for it, passing SIGTERM,
+    """Run `command` (with WORKER_ENV set) as the leader of a new process group and wait for it, passing SIGTERM,
     SIGINT and SIGHUP on to it as SIGTERM (then SIGKILL to the whole group after `grace_seconds`)."""
     started = time.monotonic()
     received: list[int] = []
@@ -121,8 +165,8 @@ def supervise(argv: list[str], grace_seconds: float, on_stop: Callable[[Supervis
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
-        child = subprocess.Popen([sys.executable, "-m", "gpucost.cli", *argv], env={**os.environ, WORKER_ENV: "1"},
-                                 start_new_session=True, preexec_fn=die_with_parent)
+        child = subprocess.Popen(command, env={**os.environ, WORKER_ENV: "1"}, start_new_session=True,
+                                 preexec_fn=die_with_parent)
         pgid = child.pid
         deadline: float | None = None
         members_at_stop = 0
@@ -174,18 +218,10 @@ def install_worker_handlers() -> None:
         if os.getpgrp() == os.getpid():
             for pid in group_members(os.getpid()):
                 if pid != os.getpid():
-                    with contextlib.suppress(ProcessLookupError):
+                    with suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-        os._exit(EXIT_INTERRUPTED.get(signal.Signals(signum), 128 + signum))
+        os._exit(stopped_exit(signum))
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, on_signal)
 
-
-def remove_half_written(published: Path, pid: int) -> list[Path]:
-    """The temporary published file a killed process was writing (tasks/publishing/database.temporary_path)."""
-    removed = []
-    for path in published.parent.glob(f".{published.name}.{pid}.tmp*"):
-        path.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
