@@ -308,10 +308,14 @@ def _finish(
 
 
 def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop what staging made: staging_file_records first, as the table or view the reader made it (its view
-    reads the staged tables dropped after it), then every other staged table and view."""
-    records_view = query(con, "ingest/staging_records_are_a_view").fetchall()[0][0]
-    execute(con, "ingest/drop_staging_records_view" if records_view else "ingest/drop_staging_records_table")
+    """Drop what staging made: staging_file_records and staging_file_rows first, as the table or view the dataset
+    made each (a view reads staged tables dropped after it), then every other staged table and view."""
+    if query(con, "ingest/staging_is_a_view", {"name": "staging_file_records"}).fetchall()[0][0]:
+        execute(con, "ingest/drop_staging_records_view")
+    else:
+        execute(con, "ingest/drop_staging_records_table")
+    if query(con, "ingest/staging_is_a_view", {"name": "staging_file_rows"}).fetchall()[0][0]:
+        execute(con, "ingest/drop_staging_rows_view")
     execute(con, "ingest/drop_staging")
 
 
