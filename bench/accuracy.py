@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from bench.common import Configured
 from tasks import config_files
 from tasks.config_files import load_config
 from tasks.features import refresh_feature_table
@@ -30,30 +31,27 @@ from tasks.model.design import tokens_per_sec
 from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
 from tasks.model.training import evaluate_candidate, moe_rows, read_training_features
-from tasks.reference import load_reference_tables, read_aliases
-from tasks.settings import paths
 from tasks.sources import configured_telemetry_paths
 from tasks.telemetry.ingest import ingest_telemetry_file
-from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import connect
 
 
 def bundled_features() -> pl.DataFrame:
     """The configured telemetry files through the real ingest (validation, quarantine) and feature SQL."""
     con = connect(Path(":memory:"))
+    loaded = Configured()
     try:
-        load_reference_tables(con)
-        aliases, vocabulary, now = read_aliases(), load_vocabulary(), datetime.now(UTC)
+        aliases, options, now = loaded.load_tables(con), loaded.telemetry_options(), datetime.now(UTC)
         for path in configured_telemetry_paths(config_files.sources()):
-            ingest_telemetry_file(con, path, aliases, now, vocabulary)
-        refresh_feature_table(con)
+            ingest_telemetry_file(con, path, aliases, now, **options)
+        refresh_feature_table(con, loaded.reference)
         return read_training_features(con)
     finally:
         con.close()
 
 
 def registered_champion_spec() -> tuple[str, CandidateSpec] | None:
-    uri = paths().mlflow_tracking_uri
+    uri = Configured().resources.tracking_uri
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return None
     champion = version_by_alias(connect_tracking(uri, create_experiment=False).client, CHAMPION)

@@ -19,7 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks import config_files
+from tasks.ranking.workloads import load_workloads
+from tasks.reference import load_reference_tables, read_aliases, reference_paths
 from tasks.settings import PROJECT_ROOT
+from tasks.telemetry.normalise import load_vocabulary
 
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 RESULT_MARKER = "BENCH_RESULT "
@@ -137,19 +141,66 @@ def fresh_home(path: Path) -> Path:
 def storage_figures(con: Any, home: Path, before_bytes: int) -> dict[str, float]:
     """After an ingest on `con` (closed here): how much the warehouse file grew since `before_bytes` (both
     checkpointed) and how big the landing zone is, in MB."""
-    from tasks.settings import paths
-
     con.execute("checkpoint")
     con.close()
     landing = home / "landing"
     landed = sum(p.stat().st_size for p in landing.rglob("*") if p.is_file()) if landing.exists() else 0
-    return {"warehouse_growth_mb": (paths().warehouse.stat().st_size - before_bytes) / 1e6,
+    return {"warehouse_growth_mb": (Configured().resources.warehouse.stat().st_size - before_bytes) / 1e6,
             "landed_mb": landed / 1e6}
 
 
 def checkpointed_size(con: Any) -> int:
     """The warehouse file's size in bytes once everything so far is written into it."""
-    from tasks.settings import paths
-
     con.execute("checkpoint")
-    return paths().warehouse.stat().st_size
+    return Configured().resources.warehouse.stat().st_size
+
+
+class Configured:
+    """The configuration and resources as an entry point loads them (config/ and GPUCOST_HOME as the environment
+    says now), and what a measured step passes the plain functions it times."""
+
+    def __init__(self) -> None:
+        self.config_files = config_files
+        self.settings = config_files.settings()
+        self.resources = config_files.resources(self.settings)
+        self.reference = self.settings.reference
+
+    @property
+    def reference_files(self) -> dict[str, Path]:
+        return reference_paths(self.reference)
+
+    def load_tables(self, con: Any) -> Any:
+        """The reference tables loaded into `con`; returns the GPU aliases."""
+        load_reference_tables(con, self.reference_files)
+        return read_aliases(self.reference_files["gpu_aliases"])
+
+    def price_options(self) -> dict[str, Any]:
+        """The keyword arguments of tasks.prices.ingest.ingest_price_file, as the price flow passes them."""
+        return {"validation": self.settings.validation.prices, "reference_dir": self.resources.reference,
+                "limits": self.settings.ingest.limits(self.resources.home)}
+
+    def telemetry_options(self) -> dict[str, Any]:
+        """The keyword arguments of tasks.telemetry.ingest.ingest_telemetry_file, as the telemetry flow passes them."""
+        telemetry = self.config_files.telemetry()
+        return {"vocabulary": load_vocabulary(telemetry), "validation": telemetry.validation,
+                "limits": self.settings.ingest.limits(self.resources.home)}
+
+    def price_ingest(self) -> Any:
+        """tasks.fetch.handoff.PriceIngest as the fetch flow builds it."""
+        from tasks.fetch.handoff import PriceIngest  # memory: the ingest's modules load in the steps that ingest
+
+        return PriceIngest(self.settings.validation.prices, self.reference,
+                           self.settings.ingest.limits(self.resources.home))
+
+    def contract(self) -> Any:
+        """tasks.model.contract_rows.ContractFeatures as the train and publish flows build it."""
+        # memory: the model's modules (pandas) load only in the steps that train or publish
+        from tasks.model.contract_rows import ContractFeatures
+
+        return ContractFeatures.configured(self.config_files.telemetry(), self.reference)
+
+    def night(self) -> dict[str, Any]:
+        """The keyword arguments of tasks.publishing.night.publish_night, as the publish flow passes them."""
+        ranking = self.config_files.ranking()
+        return {"ranking": ranking, "reference": self.reference,
+                "workloads": load_workloads(self.config_files.workloads(), ranking)}

@@ -13,7 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, env_int, fresh_home, run_step, timed, warm_validation
+from bench.common import BenchConfig, Configured, Row, env_int, fresh_home, run_step, timed, warm_validation
 from tasks.settings import PROJECT_ROOT
 
 SECTION = "6. fetch + ingest (AWS offer CSV over HTTP)"
@@ -68,9 +68,10 @@ def fetch_and_ingest(offer: str, home: str, config_dir: str) -> dict[str, Any]:
     from tasks.fetch.config import load_fetch_config
     from tasks.fetch.run import fetch_once
 
+    loaded = Configured()
     try:
         with timed() as t:
-            report = fetch_once(load_fetch_config(), ["aws"])
+            report = fetch_once(load_fetch_config(), ["aws"], loaded.resources, loaded.price_ingest())
     finally:
         server.shutdown()
     aws = report.results[0]

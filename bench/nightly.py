@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, fresh_home, run_step, timed
+from bench.common import BenchConfig, Configured, Row, fresh_home, run_step, timed
 
 SECTION = "5. nightly on the sample"
 STEPS = ("ingest_prices", "ingest_telemetry", "train", "publish")
@@ -46,36 +46,34 @@ def plain_steps(home: Path) -> dict[str, float]:
     from tasks.model.training import read_training_features, train_and_register
     from tasks.prices.ingest import ingest_price_file
     from tasks.publishing.night import publish_night
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.sources import configured_price_sources, configured_telemetry_paths
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
 
     seconds: dict[str, float] = {}
     now = datetime.now(UTC)
-    with timed() as t, warehouse() as con:
-        load_reference_tables(con)
-        aliases = read_aliases()
+    loaded = Configured()
+    resources = loaded.resources
+    with timed() as t, warehouse(resources.warehouse) as con:
+        aliases = loaded.load_tables(con)
         for source in configured_price_sources(config_files.sources()):
-            ingest_price_file(con, source, aliases, now)
+            ingest_price_file(con, source, aliases, now, **loaded.price_options())
     seconds["ingest_prices"] = t["s"]
-    with timed() as t, warehouse() as con:
-        load_reference_tables(con)
-        aliases, vocabulary = read_aliases(), load_vocabulary()
+    with timed() as t, warehouse(resources.warehouse) as con:
+        aliases = loaded.load_tables(con)
         for path in configured_telemetry_paths(config_files.sources()):
-            ingest_telemetry_file(con, path, aliases, now, vocabulary)
-        refresh_feature_table(con)
+            ingest_telemetry_file(con, path, aliases, now, **loaded.telemetry_options())
+        refresh_feature_table(con, loaded.reference)
     seconds["ingest_telemetry"] = t["s"]
     with timed() as t:
-        with warehouse() as con:
+        with warehouse(resources.warehouse) as con:
             features = read_training_features(con)
-        train_and_register(features)
+        train_and_register(features, config_files.models(), resources, loaded.contract())
     seconds["train"] = t["s"]
     with timed() as t:
-        champion = load_champion()
-        with warehouse() as con:
-            publish_night(con, champion, now.date(), now)
+        champion = load_champion(resources.tracking_uri, loaded.contract())
+        with warehouse(resources.warehouse) as con:
+            publish_night(con, champion, now.date(), now, resources, **loaded.night())
     seconds["publish"] = t["s"]
     return seconds
 

@@ -11,6 +11,7 @@ from typing import Any
 from bench.common import (
     STORE_FLOOR,
     BenchConfig,
+    Configured,
     Row,
     checkpointed_size,
     fresh_home,
@@ -29,15 +30,14 @@ def ingest(path: str, home: str, fmt: str = "skypilot") -> dict[str, Any]:
     timed; Great Expectations is not imported: the ingest checks with SQL derived from the suites)."""
     fresh_home(Path(home))
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.warehouse import connect
 
-    con = connect()
-    load_reference_tables(con)
-    aliases = read_aliases()
+    loaded = Configured()
+    con = connect(loaded.resources.warehouse)
+    aliases, options = loaded.load_tables(con), loaded.price_options()
     before_bytes = checkpointed_size(con)
     with timed() as t:
-        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", fmt), aliases, datetime.now(UTC))
+        outcome = ingest_price_file(con, PriceSource(Path(path), "aws", fmt), aliases, datetime.now(UTC), **options)
     storage = storage_figures(con, Path(home), before_bytes)
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")

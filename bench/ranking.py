@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, fresh_home, run_step, timed
+from bench.common import BenchConfig, Configured, Row, fresh_home, run_step, timed
 from bench.floors import floor_sql
 from bench.generate import skypilot_prices, workloads_toml, write_skypilot_prices
 from tasks.settings import DATA_DIR, config_dir
@@ -49,22 +49,22 @@ def prepare(home: str, catalog: str, config: str) -> dict[str, Any]:
     from tasks.features import refresh_feature_table
     from tasks.model.training import read_training_features, train_and_register
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
     from tasks.warehouse import connect
 
     now = datetime.now(UTC)
-    con = connect()
-    load_reference_tables(con)
-    aliases = read_aliases()
-    ingest_telemetry_file(con, TELEMETRY_SAMPLE, aliases, now)
-    refresh_feature_table(con)
+    loaded = Configured()
+    con = connect(loaded.resources.warehouse)
+    aliases = loaded.load_tables(con)
+    ingest_telemetry_file(con, TELEMETRY_SAMPLE, aliases, now, **loaded.telemetry_options())
+    refresh_feature_table(con, loaded.reference)
     features = read_training_features(con)
-    ingest_price_file(con, PriceSource(Path(catalog), "aws", "skypilot"), aliases, now)
+    ingest_price_file(con, PriceSource(Path(catalog), "aws", "skypilot"), aliases, now, **loaded.price_options())
     offers = con.execute("select count(*) from core.prices_current").fetchone()[0]
     con.close()
+    models, contract = loaded.config_files.models(), loaded.contract()
     with timed() as t:
-        outcome = train_and_register(features)
+        outcome = train_and_register(features, models, loaded.resources, contract)
     return {"offers": offers, "champion": outcome.version, "train_s": t["s"], "config": config}
 
 
@@ -78,13 +78,15 @@ def publish(home: str, config: str) -> dict[str, Any]:
     from tasks.publishing.night import publish_night
     from tasks.warehouse import connect
 
-    champion = load_champion()
+    loaded = Configured()
+    champion = load_champion(loaded.resources.tracking_uri, loaded.contract())
     if champion is None:
         raise RuntimeError("no champion in the benchmark's MLflow store")
-    con = connect()
+    con = connect(loaded.resources.warehouse)
     now = datetime.now(UTC)
+    night = loaded.night()
     with timed() as t:
-        outcome = publish_night(con, champion, now.date(), now)
+        outcome = publish_night(con, champion, now.date(), now, loaded.resources, **night)
     con.close()
     return {"seconds": t["s"], "rows": outcome.ranking.rows, "ranked": outcome.ranking.ranked,
             "predictions": outcome.ranking.predictions, "publish_s": outcome.published.seconds,

@@ -10,6 +10,7 @@ from typing import Any
 from bench.common import (
     STORE_FLOOR,
     BenchConfig,
+    Configured,
     Row,
     checkpointed_size,
     fresh_home,
@@ -27,17 +28,15 @@ def ingest(path: str, home: str) -> dict[str, Any]:
     """Measured step: one telemetry file into an empty warehouse (set-up not timed; Great Expectations, which
     the ingest does not use, is not imported)."""
     fresh_home(Path(home))
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import connect
 
-    con = connect()
-    load_reference_tables(con)
-    aliases, vocabulary = read_aliases(), load_vocabulary()
+    loaded = Configured()
+    con = connect(loaded.resources.warehouse)
+    aliases, options = loaded.load_tables(con), loaded.telemetry_options()
     before_bytes = checkpointed_size(con)
     with timed() as t:
-        outcome = ingest_telemetry_file(con, Path(path), aliases, datetime.now(UTC), vocabulary)
+        outcome = ingest_telemetry_file(con, Path(path), aliases, datetime.now(UTC), **options)
     storage = storage_figures(con, Path(home), before_bytes)
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")

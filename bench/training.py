@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, fresh_home, run_step, timed
+from bench.common import BenchConfig, Configured, Row, fresh_home, run_step, timed
 from bench.generate import telemetry_runs
 
 SECTION = "3. training"
@@ -19,14 +19,15 @@ SECTION = "3. training"
 def training_features(rows: int) -> Any:
     """Feature rows (contract 1) for `rows` generated runs: normalise_runs -> build_features (not timed)."""
     from tasks.features import build_features
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.normalise import normalise_runs
     from tasks.warehouse import connect
 
-    con = connect()
-    load_reference_tables(con)
-    runs = normalise_runs(telemetry_runs(rows), read_aliases())
-    features = build_features(con, runs)
+    loaded = Configured()
+    con = connect(loaded.resources.warehouse)
+    aliases = loaded.load_tables(con)
+    runs = normalise_runs(telemetry_runs(rows), aliases, loaded.telemetry_options()["vocabulary"])
+    features = build_features(con, runs, str(loaded.reference.path("model_shapes")),
+                              str(loaded.reference.path("matmul_ceilings")))
     con.close()
     return features
 
@@ -58,8 +59,10 @@ def train_whole(rows: int, home: str) -> dict[str, Any]:
     from tasks.model.training import train_and_register
 
     features = training_features(rows)
+    loaded = Configured()
+    models, contract = loaded.config_files.models(), loaded.contract()
     with timed() as t:
-        outcome = train_and_register(features)
+        outcome = train_and_register(features, models, loaded.resources, contract)
     return {"seconds": t["s"], "best": outcome.best, "alias": outcome.alias, "training_rows": outcome.rows}
 
 

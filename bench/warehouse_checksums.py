@@ -15,9 +15,37 @@ import shutil
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 INGESTED_AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
 GENERATED_ROWS = 20_000
+
+
+def open_warehouse() -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """The warehouse with its reference tables, the GPU aliases and the ingest functions' configuration arguments:
+    as the flows pass them where the entry points take them (a checkout from before they did reads its config)."""
+    import inspect
+
+    from tasks import reference
+    from tasks.prices.ingest import ingest_price_file
+    from tasks.warehouse import connect
+
+    if "limits" not in inspect.signature(ingest_price_file).parameters:  # an older checkout
+        con = connect()
+        reference.load_reference_tables(con)
+        return con, reference.read_aliases(), {}, {}
+    from tasks import config_files
+    from tasks.telemetry.normalise import load_vocabulary
+
+    settings = config_files.settings()
+    resources, telemetry = config_files.resources(settings), config_files.telemetry()
+    files = reference.reference_paths(settings.reference)
+    limits = settings.ingest.limits(resources.home)
+    con = connect(resources.warehouse)
+    reference.load_reference_tables(con, files)
+    return (con, reference.read_aliases(files["gpu_aliases"]),
+            {"validation": settings.validation.prices, "reference_dir": resources.reference, "limits": limits},
+            {"vocabulary": load_vocabulary(telemetry), "validation": telemetry.validation, "limits": limits})
 
 
 def main(work: Path) -> None:
@@ -27,11 +55,9 @@ def main(work: Path) -> None:
     from bench.generate import write_skypilot_prices, write_telemetry
     from tasks import config_files
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.settings import PROJECT_ROOT
     from tasks.sources import configured_price_sources, configured_telemetry_paths
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.warehouse import connect
 
     def moved(path: Path) -> Path:
         """The input copied under `work` (source_file is stored: both checkouts must read the same paths)."""
@@ -43,9 +69,7 @@ def main(work: Path) -> None:
     generated = work / "generated"
     sky = write_skypilot_prices(generated / "skypilot.csv", GENERATED_ROWS)
     runs = [write_telemetry(generated / f"runs.{suffix}", GENERATED_ROWS) for suffix in ("csv", "parquet")]
-    con = connect()
-    load_reference_tables(con)
-    aliases = read_aliases()
+    con, aliases, price_options, telemetry_options = open_warehouse()
     prices = [
         PriceSource(moved(s.path), s.provider, s.format,
                     {k: str(moved(Path(v))) if k.endswith(("_vms", "_path", "_file")) else v
@@ -53,9 +77,9 @@ def main(work: Path) -> None:
         for s in configured_price_sources(config_files.sources())
     ]
     for source in [*prices, PriceSource(sky, "aws", "skypilot")]:
-        ingest_price_file(con, source, aliases, INGESTED_AT)
+        ingest_price_file(con, source, aliases, INGESTED_AT, **price_options)
     for path in [*map(moved, configured_telemetry_paths(config_files.sources())), *runs]:
-        ingest_telemetry_file(con, path, aliases, INGESTED_AT)
+        ingest_telemetry_file(con, path, aliases, INGESTED_AT, **telemetry_options)
     tables = con.table("information_schema.tables").filter(
         "table_schema in ('raw', 'core', 'quarantine') and table_type = 'BASE TABLE'"
     ).project("table_schema || '.' || table_name as name").order("name").fetchall()

@@ -10,8 +10,10 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from tasks import config_files
 from tasks.fetch.config import check_providers, load_fetch_config
 from tasks.fetch.context import ProviderResult
+from tasks.fetch.handoff import PriceIngest
 from tasks.fetch.run import FetchReport, FetchRun, fetch_provider, finish_run, start_run, summary_markdown
 from tasks.summary import outcomes_markdown
 
@@ -29,9 +31,11 @@ def finish_run_task(run: FetchRun, results: list[ProviderResult]) -> FetchReport
 @flow(name="fetch_prices", log_prints=True)
 def fetch_prices(providers: list[str] | None = None) -> FetchReport:
     """`providers`: fetcher names (default: config/fetch.toml `providers`)."""
-    config = load_fetch_config()
+    config, settings = load_fetch_config(), config_files.settings()  # read once, passed to the tasks
+    resources = config_files.resources(settings)
     chosen = check_providers(list(providers or config.providers))
-    run = start_run(config, chosen)
+    ingest = PriceIngest(settings.validation.prices, settings.reference, settings.ingest.limits(resources.home))
+    run = start_run(config, chosen, resources, ingest)
     results = [fetch_provider_task(run, provider) for provider in chosen]
     report = finish_run_task(run, results)
     text = summary_markdown(report)

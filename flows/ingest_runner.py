@@ -21,21 +21,15 @@ import duckdb
 from prefect import task
 
 from flows.retries import io_task_options, with_retries
-from tasks import config_files, progress
+from tasks import progress
 from tasks.config_files import Settings
 from tasks.extras import require
 from tasks.ingest.config import IngestRunner
 from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
 from tasks.reference import reference_paths
-from tasks.settings import paths
+from tasks.settings import Resources
 from tasks.summary import outcome_line
-
-
-def configured_ingest_runner() -> IngestRunner:
-    """[ingest.runner] of config/settings.toml, with GPUCOST_INGEST_RUNNER and GPUCOST_INGEST_WORKERS applied
-    and checked by its model (tasks/ingest/config.py)."""
-    return config_files.settings().ingest.runner
 
 
 def task_runner(runner: IngestRunner) -> Any:
@@ -78,10 +72,12 @@ def ingest_in_parallel(
     unreadable: Callable[[FileSource, BaseException], FileOutcome],
     label: str,
     settings: Settings,
+    resources: Resources,
 ) -> list[FileOutcome]:
     """Stage every file on the runner's workers; apply them in order on `con`. A file still failing with an
     I/O error after its task's retries goes to `unreadable` (quarantined for tonight, as sequentially)."""
-    workdir = paths().home / "staging" / uuid.uuid4().hex
+    workdir = resources.home / "staging" / uuid.uuid4().hex
+    limits = settings.ingest.limits(resources.home)
     jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(settings.reference),
                       settings.ingest.memory_limit)
     outcomes: list[FileOutcome] = []
@@ -95,7 +91,7 @@ def ingest_in_parallel(
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(unreadable(job.source, error))
                 else:
-                    outcomes.append(apply_staged(con, dataset, staged, ingested_at))
+                    outcomes.append(apply_staged(con, dataset, staged, ingested_at, limits))
                 progress.step("%s: file %d of %d: %s", label, number, len(jobs), outcome_line(outcomes[-1]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -12,19 +12,20 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ingest_runner import configured_ingest_runner, ingest_in_parallel
+from flows.ingest_runner import ingest_in_parallel
 from flows.retries import io_task_options, with_retries
 from tasks import config_files, progress
 from tasks.features import refresh_feature_table
+from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import apply_retention
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
-from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases
+from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases, reference_paths
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcome_line, outcomes_markdown
-from tasks.telemetry.config import TelemetryValidation
+from tasks.telemetry.config import MlflowTelemetry, TelemetryValidation
 from tasks.telemetry.ingest import DATASET, TelemetryDataset, ingest_telemetry_file, quarantine_unreadable
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
@@ -35,17 +36,19 @@ from tasks.warehouse import warehouse
 @task(**io_task_options("ingest-telemetry-file"))
 def ingest_telemetry_file_task(
     con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict,
-    validation: TelemetryValidation,
+    validation: TelemetryValidation, limits: IngestLimits,
 ) -> FileOutcome:
-    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary, validation)
+    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary=vocabulary, validation=validation,
+                                 limits=limits)
 
 
 @task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
 def ingest_mlflow_source_task(
     con: duckdb.DuckDBPyConnection, source: MlflowSource, aliases: pl.DataFrame, ingested_at: datetime,
-    vocabulary: dict, rescan: bool,
+    vocabulary: dict, validation: TelemetryValidation, settings: MlflowTelemetry, limits: IngestLimits, rescan: bool,
 ) -> list[FileOutcome]:
-    return ingest_mlflow_source(con, source, aliases, ingested_at, vocabulary, rescan)
+    return ingest_mlflow_source(con, source, aliases, ingested_at, vocabulary=vocabulary, validation=validation,
+                                settings=settings, limits=limits, rescan=rescan)
 
 
 def mlflow_unreachable(
@@ -62,7 +65,7 @@ def mlflow_unreachable(
 
 @task(name="refresh-feature-table", cache_policy=NO_CACHE)
 def refresh_feature_table_task(con: duckdb.DuckDBPyConnection, reference: ReferenceFiles) -> int:
-    return refresh_feature_table(con, reference=reference)
+    return refresh_feature_table(con, reference)
 
 
 @flow(name="ingest_telemetry", log_prints=True)
@@ -77,35 +80,39 @@ def ingest_telemetry(
     else:
         configured = config_files.sources()
         paths, sources = configured_telemetry_paths(configured), configured_mlflow_sources(configured)
-    runner = configured_ingest_runner()
     ingested_at = datetime.now(UTC)
     settings, telemetry = config_files.settings(), config_files.telemetry()  # read once, passed to the tasks
-    reference = settings.reference
+    resources, runner = config_files.resources(settings), settings.ingest.runner
+    reference, files = settings.reference, reference_paths(settings.reference)
+    limits = settings.ingest.limits(resources.home)
+    mlflow_settings = config_files.mlflow_telemetry()
     ingest_file = with_retries(ingest_telemetry_file_task, settings.prefect)
-    with warehouse() as con:
+    with warehouse(resources.warehouse) as con:
         recover_landing(con)  # what a killed ingest left in the landing zone
-        load_reference_tables(con)
-        aliases = read_aliases()
+        load_reference_tables(con, files)
+        aliases = read_aliases(files["gpu_aliases"])
         vocabulary = load_vocabulary(telemetry)
         if runner.parallel and paths:  # read/stage/validate on the runner's workers, this flow the one writer
             outcomes = ingest_in_parallel(
-                con, TelemetryDataset(aliases, vocabulary, validation=telemetry.validation),
+                con, TelemetryDataset(aliases, vocabulary, telemetry.validation),
                 [FileSource(p) for p in paths], ingested_at, runner,
                 lambda source, error: quarantine_unreadable(con, source.path, error, ingested_at), "ingest telemetry",
-                settings,
+                settings, resources,
             )
         else:
             outcomes = []
             for number, path in enumerate(paths, start=1):
                 try:
-                    outcomes.append(ingest_file(con, path, aliases, ingested_at, vocabulary, telemetry.validation))
+                    outcomes.append(ingest_file(con, path, aliases, ingested_at, vocabulary, telemetry.validation,
+                                                limits))
                 except OSError as error:  # still failing after the task's retries: tonight without this file
                     outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
                 progress.step("ingest telemetry: file %d of %d: %s", number, len(paths),
                               outcome_line(outcomes[-1]))
         for source in sources:
             try:
-                outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary, rescan))
+                outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary,
+                                                          telemetry.validation, mlflow_settings, limits, rescan))
             except (MlflowMappingError, MlflowException, OSError) as error:
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
         apply_retention(con, settings.ingest.landing_retention_days, ingested_at)

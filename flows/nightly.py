@@ -4,7 +4,7 @@ Fetching runs first only when config/fetch.toml says `enabled = true` (offline b
 
 A failing step before publish is reported and skipped, not fatal: broken price files are quarantined
 per file by ingest_prices itself; a failed training keeps yesterday's champion; publish always runs.
-A lock file (paths().run_lock) keeps two nightly runs from overlapping."""
+A lock file (the state folder's nightly.lock) keeps two nightly runs from overlapping."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from flows.ingest_prices import ingest_prices
 from flows.ingest_telemetry import ingest_telemetry
 from flows.publish import publish
 from flows.train import train
+from tasks import config_files
 from tasks.fetch.config import load_fetch_config
 from tasks.publishing.lock import check_warehouse_free, run_lock
-from tasks.settings import config_dir, paths
+from tasks.settings import config_dir
 from tasks.stores import mlflow_problem
 
 # What each step's failure means for tonight's publish.
@@ -56,13 +57,14 @@ def _fetch_outcome(state: object) -> str:
 def nightly() -> dict[str, str]:
     """Returns each step's outcome ('completed' or 'skipped: ...')."""
     steps: dict[str, str] = {}
-    with run_lock(paths().run_lock):
-        check_warehouse_free()
+    resources = config_files.resources()  # the steps are flows of their own: each loads its sections
+    with run_lock(resources.run_lock):
+        check_warehouse_free(resources.warehouse)
         if fetch_enabled():
             state = fetch_prices(return_state=True)
             steps["fetch_prices"] = _fetch_outcome(state)
         for name, step in (("ingest_prices", ingest_prices), ("ingest_telemetry", ingest_telemetry), ("train", train)):
-            damaged = mlflow_problem(paths().mlflow_tracking_uri) if name == "train" else None
+            damaged = mlflow_problem(resources.tracking_uri) if name == "train" else None
             if damaged is not None:  # degrade step by step: no training, publish still runs
                 steps[name] = f"skipped ({damaged.message})"
                 continue

@@ -39,7 +39,7 @@ from tasks.preflight import disk_full_message, duckdb_problem, environment_probl
 from tasks.publishing.lock import RunLockedError, check_warehouse_free, run_lock
 from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
-from tasks.settings import ConfigError, Environment, paths
+from tasks.settings import ConfigError, Environment, Resources
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
 from tasks.stores import disk_full_file, sqlite_path
@@ -91,11 +91,21 @@ def check_readable(paths: list[Path] | None) -> None:
             fail(irregular, Exit.INPUT)  # a FIFO or a device would be read forever
 
 
-def check_warehouse_not_busy(code: int = Exit.BUSY) -> None:
+def resources() -> Resources:
+    """Where this command's state lives (the environment now, the configured reference folder): built once per
+    command and passed down; a bad settings.toml is one line, exit 2."""
+    try:
+        return config_files.resources()
+    except ConfigError as error:
+        fail(str(error), Exit.INPUT)
+        raise  # not reached: fail exits
+
+
+def check_warehouse_not_busy(warehouse: Path, code: int = Exit.BUSY) -> None:
     """Another process holding the warehouse is reported in one line, before any flow starts."""
 
     try:
-        check_warehouse_free()
+        check_warehouse_free(warehouse)
     except WarehouseBusyError as error:
         fail(str(error), code)
 
@@ -115,14 +125,15 @@ def ingest_prices_cmd(
                    else configured_price_sources(configured))
     except SourceConfigError as error:
         fail(str(error), Exit.INPUT)
-    check_warehouse_not_busy()
+    state = resources()
+    check_warehouse_not_busy(state.warehouse)
     from flows.ingest_prices import ingest_prices  # start-up time: Prefect loads only for the flow
 
     flow_output()
 
     try:
-        with guarded(fail), _tracebacks_dropped():
-            preflight("ingest")
+        with guarded(fail, state.home), _tracebacks_dropped(state):
+            preflight("ingest", state)
             outcomes = ingest_prices(sources)
     except WarehouseBusyError as error:  # taken between the check and the flow
         fail(str(error), Exit.BUSY)
@@ -150,13 +161,14 @@ def ingest_telemetry_cmd(
         fail("--tracking-uri, --mapping and --rescan go with --mlflow EXPERIMENT...", Exit.INPUT)
     else:
         check_readable([Path(p) for p in paths or []])
-    check_warehouse_not_busy()
+    state = resources()
+    check_warehouse_not_busy(state.warehouse)
     from flows.ingest_telemetry import ingest_telemetry  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
-        with guarded(fail), _tracebacks_dropped():
-            preflight("ingest")
+        with guarded(fail, state.home), _tracebacks_dropped(state):
+            preflight("ingest", state)
             outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
     except WarehouseBusyError as error:
         fail(str(error), Exit.BUSY)
@@ -183,7 +195,7 @@ def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping
             fail(f"experiment {experiment!r} is not in config/sources.toml [[mlflow]]: give --tracking-uri and "
                  "--mapping", Exit.INPUT)
         try:
-            mlflow_source.load_mapping(name)  # an unknown mapping is reported now, in one line
+            mlflow_source.load_mapping(name, config_files.mlflow_telemetry())  # an unknown mapping: one line now
         except mlflow_source.MlflowMappingError as error:
             fail(str(error), Exit.INPUT)
         sources.append(mlflow_source.MlflowSource(uri, (experiment,), name))
@@ -194,33 +206,34 @@ def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping
 def run() -> None:
     """Run the nightly pipeline once: ingest prices, ingest telemetry, train, publish."""
 
+    state = resources()
     try:
-        with guarded(fail):
+        with guarded(fail, state.home):
             # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a
             # damaged store, a full disk or a bad workloads file is reported in one line, at once.
-            with run_lock(paths().run_lock):
-                preflight("run")
-                check_warehouse_free()
+            with run_lock(state.run_lock):
+                preflight("run", state)
+                check_warehouse_free(state.warehouse)
             from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
 
             flow_output()
-            with _tracebacks_dropped():
+            with _tracebacks_dropped(state):
                 steps = nightly()
     except RunLockedError as error:
         fail(str(error), Exit.LOCKED)
     except WarehouseBusyError as error:
         fail(str(error), Exit.BUSY)
-    _print_night(steps)
+    _print_night(steps, state.published)
 
 
-def _print_night(steps: dict[str, str]) -> None:
+def _print_night(steps: dict[str, str], published: Path) -> None:
     """What ran, then tonight's cheapest offer per workload with its trust mark (fits 100 columns)."""
 
     console = narrow_console()
     for name, outcome in steps.items():
         console.print(wrapped(f"{name}: {outcome}"), highlight=False)
     try:
-        con = open_published(paths().published)
+        con = open_published(published)
     except FileNotFoundError:
         return
     try:
@@ -237,36 +250,37 @@ def _print_night(steps: dict[str, str]) -> None:
 @app.command()
 def train() -> None:
     """Cross-validate the candidate models, register the best, promote it only if it beats the champion."""
-    with guarded(fail):  # before MLflow is even imported: a damaged store or a full disk, in one line
-        preflight("train")
+    state = resources()
+    with guarded(fail, state.home):  # before MLflow is even imported: a damaged store or a full disk, in one line
+        preflight("train", state)
     import sqlalchemy.exc
     from mlflow.exceptions import MlflowException
 
     from tasks.model import tracking, training  # start-up time: they load MLflow and scikit-learn
 
-    check_warehouse_not_busy()
+    check_warehouse_not_busy(state.warehouse)
 
-    uri = tracking.tracking_uri()
+    uri = state.tracking_uri
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
     def store_failed(error: BaseException) -> None:
         full = disk_full_file(error)
         if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
-            fail(disk_full_message(full or str(sqlite_path(uri) or uri), paths().home, min_free_mb()), Exit.DISK_FULL)
+            fail(disk_full_message(full or str(sqlite_path(uri) or uri), state.home, min_free_mb()), Exit.DISK_FULL)
         cause = " ".join(str(error).split()) or type(error).__name__
         fail(f"training failed: the MLflow tracking store {uri} is unavailable ({type(error).__name__}: "
              f"{cause[:400]}); the champion model is unchanged")
 
     try:
         # before Prefect starts: an unreachable store is reported at once, in one line
-        tracking.connect_tracking(uri)
+        tracking.connect_tracking(uri, state.home)
     except store_failures as error:
         store_failed(error)
     from flows.train import train as train_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
-        with guarded(fail), _tracebacks_dropped():
+        with guarded(fail, state.home), _tracebacks_dropped(state):
             try:
                 outcome = train_flow()
             except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
@@ -291,6 +305,9 @@ class _tracebacks_dropped:
 
     names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine", "mlflow.store.db.utils")
 
+    def __init__(self, state: Resources) -> None:
+        self.prefect_home = state.prefect_home
+
     def __enter__(self) -> None:
         import logging
 
@@ -306,19 +323,20 @@ class _tracebacks_dropped:
         if isinstance(error, RuntimeError) and "Prefect API" in str(error):
 
             fail(f"the Prefect API is unavailable ({' '.join(str(error).split())}); state in "
-                 f"{paths().prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
+                 f"{self.prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
 
 
 @app.command()
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
-    check_warehouse_not_busy()
+    state = resources()
+    check_warehouse_not_busy(state.warehouse)
     from flows.publish import publish as publish_flow  # start-up time: Prefect loads only for the flow
 
     flow_output()
     try:
-        with guarded(fail), _tracebacks_dropped():
-            preflight("publish")
+        with guarded(fail, state.home), _tracebacks_dropped(state):
+            preflight("publish", state)
             outcome = publish_flow()
     except WarehouseBusyError as error:
         fail(str(error), Exit.BUSY)
@@ -334,9 +352,11 @@ def predict(
     check_readable([input])
 
     configure_cli_output()
+    state = resources()
     from tasks.model.predict import NoChampionError, PredictInputError, predict_file  # start-up time: MLflow
     try:
-        result = predict_file(input, output)
+        result = predict_file(input, output, state.tracking_uri, config_files.telemetry(),
+                              config_files.settings().reference)
     except PredictInputError as error:
         fail(str(error), Exit.INPUT)
     except (NoChampionError, FileNotFoundError, ValueError) as error:
@@ -383,12 +403,13 @@ def offers(
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
                          max_hours=max_hours, max_usd=max_usd, max_co2_kg=max_co2_kg, limit=limit,
                          sort_by=sort.value)
+    published = resources().published
     try:
-        con = open_published(paths().published)
+        con = open_published(published)
     except FileNotFoundError as error:
         fail(str(error))
     except duckdb.Error as error:
-        fail(f"cannot read {paths().published}: {' '.join(str(error).split())}")
+        fail(f"cannot read {published}: {' '.join(str(error).split())}")
     try:
         known = published_workloads(con)
         if workload is not None and workload not in known:
@@ -440,10 +461,11 @@ def serve() -> None:
     """Start what the nightly schedule needs on this machine: a local Prefect server, `prefect deploy` of
     prefect.yaml and a worker."""
 
+    state = resources()
     try:
-        with guarded(fail):
-            preflight("serve")
-            serve_all()
+        with guarded(fail, state.home):
+            preflight("serve", state)
+            serve_all(state)
     except ServeError as error:
         fail(str(error))
 
@@ -463,9 +485,10 @@ def sql(
 
 
     bounds, memory = sql_bounds(timeout, memory_limit, max_rows)
-    target = paths().warehouse if warehouse else paths().published
+    state = resources()
+    target = state.warehouse if warehouse else state.published
     try:
-        damaged = duckdb_problem(target, "warehouse" if warehouse else "published")
+        damaged = duckdb_problem(target, "warehouse" if warehouse else "published", state.home)
         if damaged is not None:
             fail(damaged.message, PROBLEM_EXITS[damaged.kind])
         # read-only, no file or network access beyond this database, settings locked, no extensions loaded
@@ -524,7 +547,7 @@ def fetch(
     try:
         # before Prefect starts: a wrong provider name or config, or a busy warehouse, is one line at once
         names = check_providers(list(provider or load_fetch_config().providers))
-        check_warehouse_free()
+        check_warehouse_free(config_files.resources().warehouse)
     except ConfigError as error:  # FetchConfigError too; a missing fetch.toml
         fail(str(error), Exit.INPUT)
     except WarehouseBusyError as error:

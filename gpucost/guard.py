@@ -29,7 +29,7 @@ from tasks.publishing.ownership import ForeignTargetError
 from tasks.publishing.parquet import parquet_root
 from tasks.ranking.rank import NoOffersError
 from tasks.ranking.workloads import load_workloads, require_workloads
-from tasks.settings import ConfigError, paths
+from tasks.settings import ConfigError, Resources
 from tasks.stores import disk_full_file
 from tasks.warehouse import WarehouseBusyError
 
@@ -42,9 +42,8 @@ def min_free_mb() -> float:
     return config_files.settings().preflight.min_free_mb
 
 
-def served_note(started: datetime) -> str:
+def served_note(started: datetime, published: Path) -> str:
     """What users are reading now: the published file is only ever replaced whole (os.replace)."""
-    published = paths().published
     if not published.exists():
         return "nothing had been published yet"
     at = datetime.fromtimestamp(published.stat().st_mtime, UTC)
@@ -54,7 +53,7 @@ def served_note(started: datetime) -> str:
             "are still served")
 
 
-def stop_line(command: str, result: Supervised, started: datetime, removed: list[Path]) -> str:
+def stop_line(command: str, result: Supervised, started: datetime, removed: list[Path], published: Path) -> str:
     others = max(result.stopped - 1, 0)
     children = f"; {others} other process(es) of the run stopped with it (Prefect's server included)" if others else ""
     leftover = f"; removed the half-written {', '.join(p.name for p in removed)}" if removed else ""
@@ -65,17 +64,18 @@ def stop_line(command: str, result: Supervised, started: datetime, removed: list
         sig = signal.Signals(result.killed_by or signal.SIGKILL).name
         what = (f"`gpucost {command}` was killed by {sig} after {result.seconds:.0f} s "
                 "(the out-of-memory killer sends SIGKILL)")
-    return f"{what}{children}{leftover}; {served_note(started)}"
+    return f"{what}{children}{leftover}; {served_note(started, published)}"
 
 
 def run_supervised(argv: list[str]) -> int:
     """The supervising parent: run the command in its own process group; one line if it was stopped."""
     command = " ".join(argv)
     started = datetime.now(UTC)
+    published = config_files.resources().published
 
     def on_stop(result: Supervised) -> None:
-        removed = remove_half_written(paths().published, result.worker_pid)
-        print(f"error: {stop_line(command, result, started, removed)}", file=sys.stderr, flush=True)
+        removed = remove_half_written(published, result.worker_pid)
+        print(f"error: {stop_line(command, result, started, removed, published)}", file=sys.stderr, flush=True)
 
     result = supervise(argv, grace_seconds(), on_stop)
     if result.signum is not None:
@@ -89,31 +89,30 @@ def is_worker() -> bool:
     return bool(os.environ.get(WORKER_ENV))
 
 
-def preflight(command: str) -> Preflight:
+def preflight(command: str, p: Resources) -> Preflight:
     """The stores `command` touches. Fatal problems raise PreflightError; the rest are printed as warnings."""
-    p = paths()
     stores = COMMANDS[command].stores
     if stores == "warehouse":
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse)
     elif stores == "warehouse+mlflow":
-        checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, tracking_uri=p.mlflow_tracking_uri,
+        checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, tracking_uri=p.tracking_uri,
                                fatal=("disk", "warehouse", "mlflow"))
     else:  # a night (run, publish, serve): a damaged published file is rebuilt, a damaged MLflow store skips training
-        check_publish_targets()
+        check_publish_targets(p)
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, published=p.published,
-                               tracking_uri=p.mlflow_tracking_uri)
+                               tracking_uri=p.tracking_uri)
         check_workloads()
     for problem in checked.notes:
         print(f"warning: {problem.message}", file=sys.stderr, flush=True)
     return checked
 
 
-def check_publish_targets() -> None:
+def check_publish_targets(p: Resources) -> None:
     """What publish would replace (the published database, the chart, the Parquet folder) is absent or gpucost's:
     raises ForeignTargetError (exit 5) before any work."""
     # start-up time: the publishing and ranking modules load polars, MLflow; `gpucost --help` needs neither
 
-    check_targets(paths().published, parquet_root(config_files.ranking().publish))
+    check_targets(p.published, parquet_root(config_files.ranking().publish, p.home), p.home)
 
 
 def check_workloads() -> None:
@@ -123,9 +122,9 @@ def check_workloads() -> None:
 
 
 @contextmanager
-def guarded(fail: object) -> Iterator[None]:
+def guarded(fail: object, home: Path) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
-    give one line and their exit code (README "Exit codes")."""
+    give one line and their exit code (README "Exit codes"); `home`: the state folder a full disk is said of."""
 
     try:
         yield
@@ -150,4 +149,4 @@ def guarded(fail: object) -> Iterator[None]:
         file = disk_full_file(error)
         if file is None:
             raise
-        fail(disk_full_message(file, paths().home, min_free_mb()), Exit.DISK_FULL)  # type: ignore[operator]
+        fail(disk_full_message(file, home, min_free_mb()), Exit.DISK_FULL)  # type: ignore[operator]

@@ -24,7 +24,7 @@ from typing import Any
 
 from gpucost.processes import EXIT_INTERRUPTED, STOP_SIGNALS, die_with_parent, processes_with_env
 from tasks import config_files
-from tasks.settings import PROJECT_ROOT, Environment, paths
+from tasks.settings import PROJECT_ROOT, Environment, Resources
 
 WORK_POOL = "gpucost-local"             # the pool every deployment of prefect.yaml names (tests/test_definitions.py)
 NIGHTLY = "nightly/nightly"             # flow name / deployment name
@@ -188,11 +188,11 @@ def _killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def serve() -> None:
+def serve(resources: Resources) -> None:
     settings = config_files.settings().serve
     host, port = settings.host, settings.port
     api_url = f"http://{host}:{port}/api"
-    prefect_home, mark = paths().prefect_home, str(os.getpid())
+    prefect_home, mark = resources.prefect_home, str(os.getpid())
 
     def on_signal(signum: int, frame: object) -> None:
         raise Stopped(signum)

@@ -182,26 +182,3 @@ def load(name: str, model: type[M]) -> M:
     return _validated(name, model, str(path), path.stat().st_mtime_ns,  # type: ignore[return-value]
                       Environment.current().key(name))
 
-
-def load_section(name: str, key: tuple[str, ...], model: type[M]) -> M:
-    """One table of config/<name>.toml (e.g. settings.toml [ingest]) as its domain's model, for a caller that was
-    not handed it (the entry points validate the whole file first and pass its sections down)."""
-    path = config_file(name)
-    read_toml(name)
-    return _section(name, key, model, str(path), path.stat().st_mtime_ns,  # type: ignore[return-value]
-                    Environment.current().key(name))
-
-
-@cache
-def _section(name: str, key: tuple[str, ...], model: type[BaseModel], path: str, mtime_ns: int,
-             environment: tuple[Any, ...]) -> BaseModel:
-    raw, overrides = _with_overrides(name, read_toml(name))
-    table: Any = raw
-    for part in key:
-        table = table.get(part, {}) if isinstance(table, dict) else {}
-    inside = {p[len(key):]: v for p, v in overrides.items() if p[:len(key)] == key}
-    try:
-        return model.model_validate(table)
-    except ValidationError as error:
-        where = ".".join(key) + "."
-        raise ConfigError(describe(error, shown(Path(path)), table, inside, model, prefix=where)) from None

@@ -18,6 +18,7 @@ from tasks.prices.config import PriceValidation
 from tasks.ranking.config import Ranking, ranking_config
 from tasks.ranking.workloads import WorkloadsFile, load_workloads, workloads_config
 from tasks.reference import ReferenceFiles
+from tasks.settings import Resources, locate
 from tasks.sources import Sources
 from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
 
@@ -85,6 +86,12 @@ def settings() -> Settings:
 
 def sources() -> Sources:
     return config.load("sources", Sources)
+
+
+def resources(loaded: Settings | None = None) -> Resources:
+    """Where this run's state lives (the environment now) and the configured reference folder: an entry point
+    builds it once and passes it down. `loaded`: settings.toml as the entry point loaded it."""
+    return locate((loaded or settings()).reference.path("folder"))
 
 
 # The entry points' names for the loaders the domains own (one loader per file).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from tasks.reference import ReferenceFiles, reference_files
+from tasks.reference import ReferenceFiles
 from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
 from tasks.warehouse import execute, query, registered
 
@@ -26,28 +26,23 @@ def _conform(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_features(
-    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, model_shapes: str | None = None,
-    matmul_ceilings: str | None = None, *, reference: ReferenceFiles | None = None,
+    con: duckdb.DuckDBPyConnection, runs: pl.DataFrame, model_shapes: str, matmul_ceilings: str
 ) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
     `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
-    Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files default to the
-    configured ones (`reference`, else the config file); a registered model passes the copies it carries."""
-    if model_shapes is None or matmul_ceilings is None:  # a registered model passes both and reads no config
-        reference = reference or reference_files()
-        model_shapes = model_shapes or str(reference.path("model_shapes"))
-        matmul_ceilings = matmul_ceilings or str(reference.path("matmul_ceilings"))
+    Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files are the configured
+    ones (config/settings.toml [reference]), or the copies a registered model carries."""
     with registered(con, "feature_input", _conform(runs)):
         features = query(con, "features/build_features",
                          {"model_shapes": model_shapes, "matmul_ceilings": matmul_ceilings}).pl()
     return features.select(FEATURE_COLUMNS)
 
 
-def refresh_feature_table(con: duckdb.DuckDBPyConnection, *, reference: ReferenceFiles | None = None) -> int:
+def refresh_feature_table(con: duckdb.DuckDBPyConnection, reference: ReferenceFiles) -> int:
     """(Re)build features.training_runs from core.telemetry_runs; returns its row count."""
     runs = query(con, "features/telemetry_runs").pl()
-    features = build_features(con, runs, reference=reference)
+    features = build_features(con, runs, str(reference.path("model_shapes")), str(reference.path("matmul_ceilings")))
     with registered(con, "training_run_features", features):
         execute(con, "features/replace_training_runs")
     return features.height

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tasks.publishing.ownership import written_by_us
-from tasks.settings import Environment, paths
+from tasks.settings import Environment
 from tasks.stores import Problem, mlflow_problem, short_cause
 from tasks.warehouse import connect, execute, query
 
@@ -52,8 +52,8 @@ def free_space_problem(folder: Path, min_free_mb: float) -> Problem | None:
                    "at a larger disk; nothing was changed", "disk_full")
 
 
-def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
-    if store == "published" and written_by_us(paths().home, path):
+def _damaged_duckdb(store: str, path: Path, cause: str, home: Path) -> Problem:
+    if store == "published" and written_by_us(home, path):
         step = "run `gpucost publish` to rebuild it from the warehouse"
     elif store == "published":  # publish replaces only what gpucost made (tasks/publishing/ownership.py)
         step = ("it is not a file gpucost published, so `gpucost publish` will not replace it: move it aside or "
@@ -64,8 +64,9 @@ def _damaged_duckdb(store: str, path: Path, cause: str) -> Problem:
     return Problem(store, str(path), f"the {store} database {path} is damaged ({cause}); {step}", "damaged")
 
 
-def duckdb_problem(path: Path, store: str) -> Problem | None:
-    """None when the file is absent (the command creates it) or reads whole. A file another process holds
+def duckdb_problem(path: Path, store: str, home: Path) -> Problem | None:
+    """None when the file is absent (the command creates it) or reads whole (`home`: the state folder, which
+    records what gpucost published). A file another process holds
     raises tasks.warehouse.WarehouseBusyError (its own message and exit code)."""
     import duckdb
 
@@ -76,16 +77,16 @@ def duckdb_problem(path: Path, store: str) -> Problem | None:
         header = fh.read(12)
     if len(header) < 12 or header[8:12] != DUCKDB_MAGIC:
         what = "is empty (0 bytes)" if not header else "is not a DuckDB database (its header is overwritten)"
-        return _damaged_duckdb(store, path, what)
+        return _damaged_duckdb(store, path, what, home)
     try:
         con = connect(path, read_only=True)
     except duckdb.Error as error:
-        return _damaged_duckdb(store, path, short_cause(error))
+        return _damaged_duckdb(store, path, short_cause(error), home)
     try:
         for (name,) in query(con, "preflight/tables").fetchall():
             execute(con, "preflight/read_table", {"name": name}).fetchall()
     except duckdb.Error as error:
-        return _damaged_duckdb(store, path, short_cause(error))
+        return _damaged_duckdb(store, path, short_cause(error), home)
     finally:
         con.close()
     return None
@@ -115,9 +116,9 @@ def check_stores(
     if min_free_mb > 0:
         found.append(free_space_problem(home, min_free_mb))
     if warehouse is not None:
-        found.append(duckdb_problem(warehouse, "warehouse"))
+        found.append(duckdb_problem(warehouse, "warehouse", home))
     if published is not None:
-        found.append(duckdb_problem(published, "published"))
+        found.append(duckdb_problem(published, "published", home))
     if tracking_uri is not None:
         found.append(mlflow_problem(tracking_uri))
     problems = [p for p in found if p is not None]

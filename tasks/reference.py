@@ -9,7 +9,6 @@ from typing import Literal
 import duckdb
 import polars as pl
 
-from tasks import config
 from tasks.config import Strict
 from tasks.settings import resolve_project_path
 from tasks.warehouse import execute
@@ -33,20 +32,13 @@ class ReferenceFiles(Strict):
         return resolve_project_path(getattr(self, name))
 
 
-def reference_files() -> ReferenceFiles:
-    """config/settings.toml [reference], for a caller that was not handed it."""
-    return config.load_section("settings", ("reference",), ReferenceFiles)
-
-
-def reference_paths(reference: ReferenceFiles | None = None) -> dict[str, Path]:
-    """config/settings.toml [reference] (as passed, else as configured) as absolute paths."""
-    reference = reference or reference_files()
+def reference_paths(reference: ReferenceFiles) -> dict[str, Path]:
+    """config/settings.toml [reference] as absolute paths."""
     return {name: reference.path(name) for name in ReferenceFiles.model_fields}
 
 
-def read_aliases(path: Path | None = None) -> pl.DataFrame:
+def read_aliases(path: Path) -> pl.DataFrame:
     """alias -> gpu. Matching is exact and case-sensitive: GCP `rtx6000` and Lambda `RTX6000` differ."""
-    path = path or reference_paths()["gpu_aliases"]
     aliases = pl.read_csv(path, infer_schema=False).select("alias", "gpu")
     duplicated = aliases.filter(pl.col("alias").is_duplicated())["alias"].unique().to_list()
     if duplicated:
@@ -58,10 +50,9 @@ def read_aliases(path: Path | None = None) -> pl.DataFrame:
 RANKING_REFERENCE = {"instance_machines": "core.instance_machines", "region_carbon": "core.region_carbon"}
 
 
-def load_reference_tables(con: duckdb.DuckDBPyConnection, files: dict[str, Path] | None = None) -> dict[str, int]:
-    """(Re)load core.gpu_specs and core.gpu_aliases from the configured files (or `files`), and the ranking's
+def load_reference_tables(con: duckdb.DuckDBPyConnection, files: dict[str, Path]) -> dict[str, int]:
+    """(Re)load core.gpu_specs and core.gpu_aliases from `files` (reference_paths), and the ranking's
     core.instance_machines and core.region_carbon where `files` names them."""
-    files = files or reference_paths()
     read_aliases(files["gpu_aliases"])  # fails early, naming the file, on a duplicated alias
     execute(con, "common/load_gpu_specs", {"path": str(files["gpu_specs"])})
     execute(con, "common/load_gpu_aliases", {"path": str(files["gpu_aliases"])})

@@ -140,43 +140,53 @@ def _environment(values: tuple[str | None, ...]) -> Environment:
     return Environment.read()
 
 
+MLFLOW_ARTIFACTS = Path("mlflow") / "artifacts"  # a local MLflow store's artifacts, inside the state folder
+
+
 @dataclass(frozen=True)
-class Paths:
-    """The state folder (`GPUCOST_HOME`) and what it holds."""
+class Resources:
+    """Where this run's state and shipped data live: the state folder (`GPUCOST_HOME`) and what it holds, the MLflow
+    tracking URI and the reference folder. An entry point (a command, a flow) builds it once
+    (tasks.config_files.resources) and passes it down; nothing below reads the environment for it."""
 
     home: Path
-    environment: Environment
-
-    @property
-    def warehouse(self) -> Path:
-        return self.environment.warehouse or self.home / "warehouse.duckdb"
-
-    @property
-    def published(self) -> Path:
-        return self.environment.published or self.home / "published.duckdb"
-
-    @property
-    def mlflow_tracking_uri(self) -> str:
-        return self.environment.mlflow_tracking_uri or f"sqlite:///{self.home / 'mlflow' / 'mlflow.db'}"
+    warehouse: Path
+    published: Path
+    tracking_uri: str
+    prefect_home: Path
+    reference: Path  # the reference folder (config/settings.toml [reference] folder): the adapters' lookup tables
 
     @property
     def mlflow_artifacts(self) -> Path:
-        return self.home / "mlflow" / "artifacts"
-
-    @property
-    def prefect_home(self) -> Path:
-        return self.environment.prefect_home or self.home / "prefect"
+        return self.home / MLFLOW_ARTIFACTS
 
     @property
     def run_lock(self) -> Path:
         return self.home / "nightly.lock"
 
+    @property
+    def downloads(self) -> Path:
+        """Where fetched price lists land (one folder per provider)."""
+        return self.home / "downloads"
 
-def paths() -> Paths:
-    """Resolve the state folder now (tests change `GPUCOST_HOME` between cases)."""
-    environment = Environment.current()
-    home = (environment.home or Path.cwd() / ".gpucost").resolve()
-    return Paths(home=home, environment=environment)
+
+def state_home(environment: Environment) -> Path:
+    return (environment.home or Path.cwd() / ".gpucost").resolve()
+
+
+def locate(reference: Path, environment: Environment | None = None) -> Resources:
+    """The resources as the environment says now (tests change `GPUCOST_HOME` between cases), with `reference` the
+    configured reference folder."""
+    environment = environment or Environment.current()
+    home = state_home(environment)
+    return Resources(
+        home=home,
+        warehouse=environment.warehouse or home / "warehouse.duckdb",
+        published=environment.published or home / "published.duckdb",
+        tracking_uri=environment.mlflow_tracking_uri or f"sqlite:///{home / 'mlflow' / 'mlflow.db'}",
+        prefect_home=environment.prefect_home or home / "prefect",
+        reference=reference,
+    )
 
 
 def config_dir() -> Path:
@@ -195,17 +205,18 @@ def configure_prefect_environment() -> None:
     Must run before `prefect` is imported: Prefect reads its settings once, at import.
     """
     try:
-        p = paths()
+        environment = Environment.current()
     except ConfigError:
         return  # a bad override: the command line says so in one line before anything runs
-    os.environ.setdefault("PREFECT_HOME", str(p.prefect_home))
+    prefect_home = environment.prefect_home or state_home(environment) / "prefect"
+    os.environ.setdefault("PREFECT_HOME", str(prefect_home))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
     try:
         Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     except OSError:
         pass  # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(p.prefect_home / "storage"))
+    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
     # Prefect's temporary server gives up after 20 s by default; a loaded 2-core machine needs longer.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")

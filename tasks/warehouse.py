@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from tasks.landing_zone import land_raw_record_tables
-from tasks.settings import SQL_DIR, paths
+from tasks.settings import SQL_DIR
 from tasks.sql_files import execute, query, sql_text, transaction
 
 __all__ = ["execute", "query", "sql_text", "transaction"]  # the SQL helpers' usual import path
@@ -63,11 +63,11 @@ SANDBOXED = {
 
 
 def connect(
-    path: Path | None = None, read_only: bool = False, config: Mapping[str, Any] | None = None,
+    path: Path, read_only: bool = False, config: Mapping[str, Any] | None = None,
     migrate_schema: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open (and on first use create and migrate) the warehouse; `migrate_schema=False` opens it as it is."""
-    path = Path(path or paths().warehouse)
+    path = Path(path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
     elif not path.exists():
@@ -84,7 +84,7 @@ def connect(
 
 
 @contextmanager
-def warehouse(path: Path | None = None, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def warehouse(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     con = connect(path, read_only=read_only)
     try:
         yield con

@@ -20,6 +20,7 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_ENABLED", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 from tasks.settings import DATA_DIR  # noqa: E402
+from tests import configured  # noqa: E402
 
 SAMPLES = DATA_DIR / "samples"
 PRICE_SAMPLES = SAMPLES / "prices"
@@ -39,11 +40,10 @@ def gpucost_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def con(gpucost_home: Path) -> Iterator[object]:
     """A real, migrated DuckDB warehouse with the shipped reference tables loaded."""
-    from tasks.reference import load_reference_tables
     from tasks.warehouse import warehouse
 
-    with warehouse() as connection:
-        load_reference_tables(connection)
+    with warehouse(configured.resources().warehouse) as connection:
+        configured.load_tables(connection)
         yield connection
 
 

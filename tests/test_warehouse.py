@@ -4,6 +4,7 @@ import duckdb
 import pytest
 
 from tasks.warehouse import connect, migrate
+from tests import configured
 
 
 def test_migrate_is_idempotent(con: duckdb.DuckDBPyConnection) -> None:
@@ -37,15 +38,15 @@ def test_a_second_writer_gets_a_clear_busy_error(tmp_path, con) -> None:
     import subprocess
     import sys
 
-    from tasks.settings import paths
 
     # The fixture's connection holds the lock; another process must be told who holds it.
     code = (
         "from tasks.warehouse import connect, WarehouseBusyError\n"
-        "try:\n    connect()\nexcept WarehouseBusyError as e:\n    print('BUSY', e)\n"
+        "from tests import configured\n"
+        "try:\n    connect(configured.resources().warehouse)\nexcept WarehouseBusyError as e:\n    print('BUSY', e)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "BUSY" in done.stdout and str(paths().warehouse) in done.stdout
+    assert "BUSY" in done.stdout and str(configured.resources().warehouse) in done.stdout
     with pytest.raises(FileNotFoundError):
         connect(tmp_path / "nowhere.duckdb", read_only=True)
 

@@ -18,14 +18,14 @@ from typing import Any
 
 from tasks.fetch.config import FetchConfig
 from tasks.fetch.context import FetchContext, ProviderResult
-from tasks.fetch.handoff import ingest_fetched
+from tasks.fetch.handoff import PriceIngest, ingest_fetched
 from tasks.fetch.http import Download, describe, make_client, provider_deadline, remove_partial_files
 from tasks.fetch.progress import transfer_progress
 from tasks.fetch.prune import prune_downloads
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
 from tasks.providers import registry
-from tasks.settings import paths
+from tasks.settings import Resources
 from tasks.warehouse import execute, query, transaction, warehouse
 
 PRICES = "prices"  # the dataset name of price files in the registry and quarantine (tasks.prices.ingest.DATASET)
@@ -37,6 +37,8 @@ class FetchRun:
     run_id: str
     fetched_at: datetime
     downloads_root: Path
+    warehouse: Path
+    ingest: PriceIngest  # how the fetched files are ingested
     validators: dict[str, dict[str, dict[str, Any]]]  # provider -> url -> validators
     spot_watermarks: dict[str, datetime]
     pruned: list[Path] = field(default_factory=list)
@@ -55,17 +57,15 @@ class FetchReport:
         return [r for r in self.results if r.status in ("failed", "partial")]
 
 
-def downloads_root() -> Path:
-    return paths().home / "downloads"
-
-
-def start_run(config: FetchConfig, providers: Sequence[str], now: datetime | None = None) -> FetchRun:
+def start_run(config: FetchConfig, providers: Sequence[str], resources: Resources, ingest: PriceIngest,
+              now: datetime | None = None) -> FetchRun:
+    """Downloads go to `resources.downloads`; the files are ingested into `resources.warehouse` as `ingest` says."""
     fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
-    root = downloads_root()
-    run = FetchRun(config, str(uuid.uuid4()), fetched_at, root, {}, {})
+    root = resources.downloads
+    run = FetchRun(config, str(uuid.uuid4()), fetched_at, root, resources.warehouse, ingest, {}, {})
     run.partial_files_removed = remove_partial_files(root)
     run.pruned = prune_downloads(root, config.keep_days, fetched_at.date())
-    with warehouse() as con:
+    with warehouse(run.warehouse) as con:
         for provider in providers:
             rows = query(con, "fetch/validators", {"provider": provider}).fetchall()
             run.validators[provider] = {
@@ -101,7 +101,7 @@ def _outcome(download: Download) -> str:
 
 def finish_run(run: FetchRun, results: Sequence[ProviderResult]) -> FetchReport:
     """Record downloads, quarantine wrong-format bodies, ingest the files, record each provider's attempt."""
-    with warehouse() as con:
+    with warehouse(run.warehouse) as con:
         with transaction(con):
             for result in results:
                 for d in result.downloads:
@@ -114,7 +114,7 @@ def finish_run(run: FetchRun, results: Sequence[ProviderResult]) -> FetchReport:
                         size_bytes=wrong.size_bytes, content_sha256=wrong.sha256), "quarantined")
         outcomes: list[FileOutcome] = []
         for result in results:
-            got = ingest_fetched(con, result.files, run.fetched_at)
+            got = ingest_fetched(con, result.files, run.fetched_at, run.ingest)
             result.files_rejected = sum(o.status == "quarantined" for o in got)
             outcomes += got
         with transaction(con):
@@ -140,9 +140,10 @@ def _record_download(con: Any, run: FetchRun, provider: str, d: Download, outcom
     })
 
 
-def fetch_once(config: FetchConfig, providers: Sequence[str], now: datetime | None = None) -> FetchReport:
+def fetch_once(config: FetchConfig, providers: Sequence[str], resources: Resources, ingest: PriceIngest,
+               now: datetime | None = None) -> FetchReport:
     """The whole run as plain functions (the `fetch_prices` flow wires the same three steps)."""
-    run = start_run(config, providers, now)
+    run = start_run(config, providers, resources, ingest, now)
     return finish_run(run, [fetch_provider(run, p) for p in providers])
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field
 
-from tasks import config
 from tasks.config import Count, Strict
-from tasks.settings import paths
 
 INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
 
@@ -34,11 +33,13 @@ class IngestSettings(Strict):
     runner: IngestRunner = IngestRunner()
 
 
-def ingest_settings() -> IngestSettings:
-    """config/settings.toml [ingest] (the entry points validated the whole file)."""
-    return config.load_section("settings", ("ingest",), IngestSettings)
+    def limits(self, home: Path) -> IngestLimits:
+        """DuckDB's bounds while a file is ingested against the warehouse: the memory cap, and temp_directory in
+        the state folder `home` to spill to."""
+        return IngestLimits(self.memory_limit, home / self.temp_directory)
 
 
-def ingest_spill() -> Path:
-    """Where DuckDB spills while a file is ingested against the warehouse: [ingest] temp_directory in GPUCOST_HOME."""
-    return paths().home / ingest_settings().temp_directory
+@dataclass(frozen=True)
+class IngestLimits:
+    memory_limit: str
+    spill: Path

@@ -39,7 +39,7 @@ from typing import Any
 
 import duckdb
 
-from tasks.ingest.config import ingest_settings, ingest_spill
+from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
@@ -161,9 +161,10 @@ class Dataset(ABC):
 
 
 def ingest_file(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, source: FileSource, ingested_at: datetime
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, source: FileSource, ingested_at: datetime, limits: IngestLimits
 ) -> FileOutcome:
-    """The lifecycle of one file (see the module docstring). Raises OSError only for a transient I/O error."""
+    """The lifecycle of one file (see the module docstring), within `limits` (config/settings.toml [ingest]).
+    Raises OSError only for a transient I/O error."""
     path = Path(source.path)
     outcome = FileOutcome(dataset.name, str(path), "", "loaded")
     dataset.describe(source, outcome)
@@ -197,7 +198,7 @@ def ingest_file(
         if problem is not None:
             return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
 
-    return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes)
+    return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes, limits)
 
 
 def _land_part(path: Path, part: Part, folder: Path, outcome: FileOutcome) -> str | None:
@@ -226,13 +227,14 @@ def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> st
 
 
 def ingest_unit(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int,
+    limits: IngestLimits,
 ) -> FileOutcome:
     """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
     `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
     has checked the registry."""
     try:
-        with ingest_limits(con, ingest_settings().memory_limit, ingest_spill()):
+        with ingest_limits(con, limits.memory_limit, limits.spill):
             con.execute("begin transaction")
             try:
                 try:
@@ -396,7 +398,8 @@ def stage_file(job: StageJob) -> StagedFile:
 
 
 def apply_staged(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, staged_file: StagedFile, ingested_at: datetime
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, staged_file: StagedFile, ingested_at: datetime,
+    limits: IngestLimits,
 ) -> FileOutcome:
     """The writer's part for a file `stage_file` staged: registry check, then in ONE transaction load the
     staged tables, add and check the warehouse-dependent columns, store, quarantine, register. The same
@@ -419,7 +422,7 @@ def apply_staged(
             return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)
         file = FileContext(source, staged_file.sha256, ingested_at)
         try:
-            with ingest_limits(con, ingest_settings().memory_limit, ingest_spill()), transaction(con):
+            with ingest_limits(con, limits.memory_limit, limits.spill), transaction(con):
                 for name in HANDED_OVER:
                     con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
                         f"handed_over_{name}", replace=True)

@@ -109,5 +109,5 @@ class Models(Strict):
 
 
 def models_config() -> Models:
-    """config/models.toml, for a caller that was not handed it."""
+    """config/models.toml (the entry points load it through tasks/config_files.py and pass it down)."""
     return config.load("models", Models)

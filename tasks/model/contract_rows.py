@@ -18,7 +18,8 @@ import pandas as pd
 import polars as pl
 
 from tasks.features import build_features
-from tasks.reference import load_reference_tables, read_aliases, reference_paths
+from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases
+from tasks.telemetry.config import Telemetry
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs
 from tasks.warehouse import connect
@@ -33,13 +34,6 @@ CONTRACT_INPUT_COLUMNS = tuple(c for c in INPUT_KINDS if c not in IGNORED_INPUT_
 SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
 # The reference files the features read (config/settings.toml [reference]); a registered model carries copies.
 REFERENCE_FILES = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
-
-
-def configured_reference_files() -> dict[str, Path]:
-    """The reference files config/settings.toml [reference] names (what training joined)."""
-
-    paths = reference_paths()
-    return {name: paths[name] for name in REFERENCE_FILES}
 
 
 def files_digest(files: Mapping[str, Path | str]) -> str:
@@ -70,14 +64,15 @@ def contract_frame(rows: pd.DataFrame | pl.DataFrame) -> pl.DataFrame:
 class ContractFeatures:
     """How contract rows become feature rows: the spelling vocabulary and the reference files."""
 
-    vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.telemetry.normalise.load_vocabulary() at training
+    vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.telemetry.normalise.load_vocabulary at training
     files: Mapping[str, str]                       # REFERENCE_FILES name -> local path
 
     @classmethod
-    def configured(cls) -> ContractFeatures:
-        """The configured vocabulary and reference files (what a training joins its telemetry with)."""
-
-        return cls(vocabulary=load_vocabulary(), files={k: str(v) for k, v in configured_reference_files().items()})
+    def configured(cls, telemetry: Telemetry, reference: ReferenceFiles) -> ContractFeatures:
+        """The vocabulary of config/telemetry.toml and the reference files config/settings.toml [reference] names
+        (what a training joins its telemetry with)."""
+        files = {name: str(reference.path(name)) for name in REFERENCE_FILES}
+        return cls(vocabulary=load_vocabulary(telemetry), files=files)
 
     def with_files(self, files: Mapping[str, str]) -> ContractFeatures:
         return ContractFeatures(vocabulary=self.vocabulary, files=dict(files))

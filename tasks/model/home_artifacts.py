@@ -6,7 +6,7 @@ copies that absolute prefix into every run's `artifact_uri` and every logged mod
 relative file location (mlflow/mlflow#3144, open) and no way to repoint a local store's runs afterwards. A
 `file://` location therefore ties every home to the folder it was created in: a copy keeps writing into, and
 loading from, the original. The `gpucost-home:/mlflow/artifacts/...` location stored instead is resolved
-when it is used, against the GPUCOST_HOME of the process using it (`tasks.settings.paths().home`), through
+when it is used, against the GPUCOST_HOME of the process using it (HomeArtifactRepository), through
 MLflow's documented plugin point: an artifact repository registered for the scheme under the
 `mlflow.artifact_repository` entry point (pyproject.toml), so any process of this environment (a bare
 `mlflow.pyfunc.load_model`, `mlflow ui`) resolves it too. A tracking server keeps deciding for itself.
@@ -19,30 +19,31 @@ from urllib.parse import urlparse
 
 from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository
 
-from tasks.settings import paths
+from tasks.settings import MLFLOW_ARTIFACTS, Environment, state_home
 
 HOME_SCHEME = "gpucost-home"
 
 
 def home_artifact_location() -> str:
     """The experiment artifact location for a local store: the artifacts folder relative to GPUCOST_HOME."""
-    relative = paths().mlflow_artifacts.relative_to(paths().home)
-    return f"{HOME_SCHEME}:/{relative.as_posix()}"
+    return f"{HOME_SCHEME}:/{MLFLOW_ARTIFACTS.as_posix()}"
 
 
-def resolve_home_uri(uri: str, home: Path | None = None) -> Path:
+def resolve_home_uri(uri: str, home: Path) -> Path:
     """`gpucost-home:/mlflow/artifacts/x` -> <GPUCOST_HOME>/mlflow/artifacts/x."""
     parsed = urlparse(uri)
     if parsed.scheme != HOME_SCHEME:
         raise ValueError(f"not a {HOME_SCHEME}: URI: {uri}")
-    return (home or paths().home) / parsed.path.lstrip("/")
+    return home / parsed.path.lstrip("/")
 
 
 class HomeArtifactRepository(LocalArtifactRepository):
     """Local files under GPUCOST_HOME, addressed by `gpucost-home:/<path inside the home>`."""
 
     def __init__(self, artifact_uri: str, tracking_uri: str | None = None, registry_uri: str | None = None) -> None:
-        super().__init__(resolve_home_uri(artifact_uri).as_uri(), tracking_uri, registry_uri)
+        # MLflow makes this repository in any process (a bare `mlflow ui` too), so it reads GPUCOST_HOME itself
+        super().__init__(resolve_home_uri(artifact_uri, state_home(Environment.current())).as_uri(), tracking_uri,
+                         registry_uri)
         self.home_uri = artifact_uri
 
 

@@ -1,6 +1,6 @@
 """Contract 2: the champion token-efficiency model, for `gpucost predict` and the ranking.
 
-`load_champion()` loads `models:/token-efficiency@champion` (None when there is none); `Champion.predict`
+`load_champion` loads `models:/token-efficiency@champion` (None when there is none); `Champion.predict`
 takes telemetry-contract rows (throughput absent or ignored) and returns them with predictions through the
 registered pyfunc, which engineers the features itself (tasks.model.contract_rows): exactly what
 `mlflow.pyfunc.load_model(...).predict(rows)` returns. `predict_file` reads such rows (CSV or Parquet) and
@@ -32,12 +32,12 @@ from tasks.model.tracking import (
     CHAMPION,
     REGISTERED_MODEL,
     connect_tracking,
-    tracking_uri,
     version_by_alias,
     was_champion,
 )
 from tasks.predict_bounds import score_within_bounds
-from tasks.telemetry.config import telemetry_config
+from tasks.reference import ReferenceFiles
+from tasks.telemetry.config import Telemetry
 
 log = logging.getLogger("gpucost.predict")
 
@@ -55,6 +55,8 @@ class Champion:
     model: TokenEfficiencyModel    # the unwrapped model (spec, intervals, seen GPUs)
     alias_version: str = ""        # the version holding the `champion` alias (differs after a fallback)
     fallback_reason: str | None = None  # why `version` is not the alias's version, when it is not
+    # how contract rows become feature rows for a version that does not carry its own (registered before it did)
+    features: ContractFeatures | None = None
 
     @property
     def is_fallback(self) -> bool:
@@ -88,7 +90,10 @@ class Champion:
                 predicted = self.pyfunc.predict(contract_frame(rows).to_pandas())  # only what the signature names
         else:
             # an older version: the same feature engineering, with the configured reference files
-            predicted = score_contract_rows(self.model, ContractFeatures.configured(), rows)
+            if self.features is None:
+                raise ValueError(f"model version {self.version} takes feature rows: load it with the configured "
+                                 "contract features (load_champion)")
+            predicted = score_contract_rows(self.model, self.features, rows)
         columns = [pl.Series(name, predicted[name].to_numpy(dtype="float64"), dtype=pl.Float64, nan_to_null=True)
                    for name in PREDICTION_COLUMNS]
         columns += [pl.Series(name, [None if v is None or v != v else str(v) for v in predicted[name]],
@@ -111,11 +116,11 @@ def fallback_order(versions: list[ModelVersion], broken: str) -> list[ModelVersi
     return sorted(earlier, key=lambda v: (not was_champion(v), -int(v.version)))
 
 
-def load_champion(tracking_uri_: str | None = None) -> Champion | None:
-    """The `champion` version, loaded. When its files cannot be loaded, the newest earlier version that loads
-    (former champions first), with a warning naming both. None when there is no store, no model, no alias,
-    or nothing loads; never raises for any of those."""
-    uri = tracking_uri(tracking_uri_)
+def load_champion(uri: str, features: ContractFeatures) -> Champion | None:
+    """The `champion` version of the store `uri`, loaded. When its files cannot be loaded, the newest earlier
+    version that loads (former champions first), with a warning naming both. None when there is no store, no model,
+    no alias, or nothing loads; never raises for any of those. `features` (ContractFeatures.configured) score
+    contract rows for a version registered before the feature engineering travelled with the model."""
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         return None  # never create a store just to find it empty
     try:
@@ -129,7 +134,7 @@ def load_champion(tracking_uri_: str | None = None) -> Champion | None:
     broken = str(champion.version)
     try:
         pyfunc, model = _load_version(broken)
-        return Champion(version=broken, pyfunc=pyfunc, model=model, alias_version=broken)
+        return Champion(version=broken, pyfunc=pyfunc, model=model, alias_version=broken, features=features)
     except Exception as error:  # any failure to load is handled by falling back
         first_error = error
     try:
@@ -149,7 +154,7 @@ def load_champion(tracking_uri_: str | None = None) -> Champion | None:
                   f"using v{version.version} ({kind}) instead")
         log.warning("%s", reason)
         return Champion(version=str(version.version), pyfunc=pyfunc, model=model, alias_version=broken,
-                        fallback_reason=reason)
+                        fallback_reason=reason, features=features)
     log.warning("champion of %s at %s cannot be loaded: v%s: %s; no earlier version loads either",
                 REGISTERED_MODEL, uri, broken, first_error)
     return None
@@ -205,19 +210,22 @@ def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
                                 f"(a prediction needs {', '.join(PREDICTION_REQUIRED_COLUMNS)})")
 
 
-def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri_: str | None = None) -> pl.DataFrame:
-    """`gpucost predict INPUT -o OUTPUT`. Raises NoChampionError when there is no champion to predict with,
-    PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
+def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri: str, telemetry: Telemetry,
+                 reference: ReferenceFiles) -> pl.DataFrame:
+    """`gpucost predict INPUT -o OUTPUT` with the champion of the store `tracking_uri`; rows outside
+    config/telemetry.toml [validation] are not scored; `telemetry` and `reference` (settings.toml [reference])
+    engineer the features of a version that does not carry its own. Raises NoChampionError when there is no champion to
+    predict with, PredictInputError when the input lacks a column every prediction needs (before loading the model)."""
 
     rows = read_rows(Path(input_path))
     check_prediction_columns(rows, Path(input_path))
     if rows.height == 0:
         raise NoRowsError(f"{input_path}: no rows to predict (a header only)")
-    champion = load_champion(tracking_uri_)
+    champion = load_champion(tracking_uri, ContractFeatures.configured(telemetry, reference))
     if champion is None:
         raise NoChampionError(f"no `{CHAMPION}` version of registered model `{REGISTERED_MODEL}` in "
-                              f"{tracking_uri(tracking_uri_)}: run `gpucost train` (or `gpucost run`) first")
-    result = score_within_bounds(rows, telemetry_config().validation, lambda inside: predict_rows(inside, champion),
+                              f"{tracking_uri}: run `gpucost train` (or `gpucost run`) first")
+    result = score_within_bounds(rows, telemetry.validation, lambda inside: predict_rows(inside, champion),
                                  OUTPUT_COLUMNS, UNSCORED_REASON)
     write_rows(result, Path(output_path))
     return result

@@ -13,7 +13,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from tasks.model.home_artifacts import ensure_registered, home_artifact_location
-from tasks.settings import paths
+from tasks.settings import MLFLOW_ARTIFACTS
 
 EXPERIMENT = "token-efficiency"
 REGISTERED_MODEL = "token-efficiency"
@@ -47,15 +47,11 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def tracking_uri(uri: str | None = None) -> str:
-    return uri or paths().mlflow_tracking_uri
-
-
-def connect_tracking(uri: str | None = None, create_experiment: bool = True) -> Tracking:
-    """Point MLflow at the store; create the experiment with its artifacts under GPUCOST_HOME if needed."""
+def connect_tracking(uri: str, home: Path | None = None, create_experiment: bool = True) -> Tracking:
+    """Point MLflow at the store; create the experiment if needed, a local store's with its artifacts in the state
+    folder `home` (which creating one there needs)."""
     _quiet()
     ensure_registered()
-    uri = tracking_uri(uri)
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
@@ -67,7 +63,9 @@ def connect_tracking(uri: str | None = None, create_experiment: bool = True) -> 
         # stored relative to it (tasks/model/home_artifacts.py says why); a tracking server decides for itself
         location = None
         if uri.startswith("sqlite:") or uri.startswith("file:"):
-            paths().mlflow_artifacts.mkdir(parents=True, exist_ok=True)
+            if home is None:
+                raise ValueError(f"creating the experiment of the local store {uri} needs the state folder")
+            (home / MLFLOW_ARTIFACTS).mkdir(parents=True, exist_ok=True)
             location = home_artifact_location()
         experiment_id = client.create_experiment(EXPERIMENT, artifact_location=location)
     else:

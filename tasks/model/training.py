@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
-from tasks.model.config import Models, models_config
+from tasks.model.config import Models
 from tasks.model.contract_rows import ContractFeatures, files_digest
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
@@ -83,7 +83,7 @@ from tasks.model.tracking import (
     connect_tracking,
     version_by_alias,
 )
-from tasks.settings import PROJECT_ROOT
+from tasks.settings import PROJECT_ROOT, Resources
 from tasks.warehouse import query
 
 log = logging.getLogger("gpucost.train")
@@ -593,12 +593,13 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
     return notes
 
 
-def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None = None,
-                       tracking_uri: str | None = None) -> TrainingOutcome:
-    """The whole training step on a feature table (rows of features.training_runs)."""
+def train_and_register(features: pl.DataFrame, config: Models | Mapping[str, Any], resources: Resources,
+                       contract: ContractFeatures) -> TrainingOutcome:
+    """The whole training step on a feature table (rows of features.training_runs): `config` is config/models.toml,
+    the store `resources.tracking_uri`, and `contract` how contract rows become features (it travels with the model)."""
     started = time.perf_counter()
     # plain tables (tests, scripts) are completed by the typed model: its defaults are the only ones
-    config = (models_config() if config is None else Models.model_validate(config)).model_dump()
+    config = (config if isinstance(config, Models) else Models.model_validate(config)).model_dump()
     data = prepare_training_data(features)
     if data.rows < MIN_TRAINING_ROWS:
         raise NotEnoughTelemetryError(f"{data.rows} usable training rows in features.training_runs "
@@ -609,7 +610,7 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
     except ValueError as error:
         raise NotEnoughTelemetryError(str(error)) from error
     specs = candidate_specs(config)
-    tracking = connect_tracking(tracking_uri)
+    tracking = connect_tracking(resources.tracking_uri, resources.home)
     recover_interrupted_training(tracking)
     compute = config["compute"]
     # OpenMP threads per model: on a few hundred rows, thread start-up costs more than the work it splits;
@@ -617,7 +618,7 @@ def train_and_register(features: pl.DataFrame, config: Mapping[str, Any] | None 
     with threadpool_limits(limits=int(compute["openmp_threads"]), user_api="openmp"):
         return _train_and_register(data, config, target, folds, specs, tracking,
                                    plot_dpi=int(compute["residual_plot_dpi"]), started=started,
-                                   features=ContractFeatures.configured())
+                                   features=contract)
 
 
 def _unchanged(tracking: Tracking, same: Any, fingerprint: str, best: CandidateEvaluation,

@@ -19,7 +19,6 @@ import duckdb
 import polars as pl
 
 from tasks.prices.config import PriceValidation
-from tasks.reference import reference_paths
 
 # Columns every adapter returns (one row per priced offer and pricing type). Types as in
 # core.price_observations; `usd_per_gpu_hour`, `gpu` (canonical), file identity and ingest time are
@@ -114,14 +113,12 @@ def classify(frame: pl.DataFrame, rules: list[tuple[str, pl.Expr]]) -> pl.DataFr
     return frame.with_columns(skip_reason=reason)
 
 
-def reference_file(file_name: str, folder: Path | None = None) -> Path:
-    """A lookup table of the adapters in `folder` (None: config/settings.toml [reference] folder)."""
-    if folder is None:
-        folder = reference_paths()["folder"]
+def reference_file(file_name: str, folder: Path) -> Path:
+    """A lookup table of the adapters in `folder` (config/settings.toml [reference] folder)."""
     return folder / file_name
 
 
-def reference_table(file_name: str, folder: Path | None = None) -> pl.DataFrame:
+def reference_table(file_name: str, folder: Path) -> pl.DataFrame:
     """A lookup table of the adapters (all columns as text; cast where used), from `folder` as in
     `reference_file`."""
     return pl.read_csv(reference_file(file_name, folder), infer_schema=False, comment_prefix="#")
@@ -138,11 +135,10 @@ class AdapterResult:
 class AdapterContext:
     provider: str
     ingest_time: datetime  # UTC
+    # the lookup tables' folder (config/settings.toml [reference] folder), resolved where the ingest starts
+    reference_dir: Path
+    validation: PriceValidation  # config/settings.toml [validation.prices]
     options: dict[str, Any] = field(default_factory=dict)  # per-source options from config/sources.toml
-    validation: PriceValidation | None = None  # config/settings.toml [validation.prices] when not given
-    # the lookup tables' folder, resolved where the ingest starts (a worker reads no configuration);
-    # None: config/settings.toml [reference] folder
-    reference_dir: Path | None = None
 
 
 Adapter = Callable[[Path, AdapterContext], AdapterResult]

@@ -7,7 +7,6 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from tasks import config
 from tasks.config import NonNegative, Positive, Strict
 
 
@@ -48,7 +47,3 @@ class PriceValidation(Strict):
                 seen[gpu] = price_class.name
         return self
 
-
-def price_validation() -> PriceValidation:
-    """config/settings.toml [validation.prices], for a caller that was not handed it."""
-    return config.load_section("settings", ("validation", "prices"), PriceValidation)

@@ -12,14 +12,14 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks.ingest.config import IngestLimits
 from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.validation import ROW_KEY
 from tasks.prices.adapter import AdapterContext, AdapterError, conform, reference_table
-from tasks.prices.config import PriceValidation, price_validation
+from tasks.prices.config import PriceValidation
 from tasks.providers import registry
-from tasks.reference import reference_paths
 from tasks.warehouse import execute, query, registered
 
 OVERRIDES_FILE = "gpu_instance_overrides.csv"
@@ -29,7 +29,7 @@ PriceSource = FileSource
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row of this file (one observation kept)"
 
 
-def read_overrides(reference_dir: Path | None = None) -> pl.DataFrame:
+def read_overrides(reference_dir: Path) -> pl.DataFrame:
     """provider, instance_type_pattern (regex, whole name), gpu, gpu_count, in file order (first match wins)."""
     table = reference_table(OVERRIDES_FILE, reference_dir)
     return table.select(
@@ -47,13 +47,14 @@ class PriceDataset(Dataset):
                                  "vs_class_ceiling"})
 
     def __init__(
-        self, aliases: pl.DataFrame, overrides: pl.DataFrame | None = None, validation: PriceValidation | None = None
+        self, aliases: pl.DataFrame, validation: PriceValidation, reference_dir: Path,
+        overrides: pl.DataFrame | None = None,
     ) -> None:
         self.aliases = aliases.select("alias", "gpu")
-        self.overrides = read_overrides() if overrides is None else overrides
-        self.validation = validation or price_validation()
-        # the adapters' lookup tables, resolved here: a worker staging the file reads no configuration
-        self.reference_dir = reference_paths()["folder"]
+        self.validation = validation  # config/settings.toml [validation.prices]
+        # the adapters' lookup tables (config/settings.toml [reference] folder): a worker staging the file reads
+        # no configuration
+        self.reference_dir = reference_dir
         self.overrides = read_overrides(self.reference_dir) if overrides is None else overrides
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:
@@ -160,10 +161,11 @@ def normalise(
     source_file: str,
     sha256: str,
     ingested_at: datetime,
-    overrides: pl.DataFrame | None = None,
+    overrides: pl.DataFrame,
 ) -> pl.DataFrame:
     """Adapter records -> normalised rows (sql/prices/normalise.sql in a private in-memory DuckDB), one per
-    record in the records' order: the same SQL the ingest runs, for callers without a warehouse."""
+    record in the records' order: the same SQL the ingest runs, for callers without a warehouse (`overrides`:
+    read_overrides of the reference folder)."""
     file = FileContext(FileSource(Path(source_file)), sha256, ingested_at)
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")
@@ -173,7 +175,7 @@ def normalise(
         with (
             registered(con, "file_records", records.to_arrow()),
             registered(con, "price_aliases", aliases.select("alias", "gpu").to_arrow()),
-            registered(con, "instance_overrides", (read_overrides() if overrides is None else overrides).to_arrow()),
+            registered(con, "instance_overrides", overrides.to_arrow()),
         ):
             execute(con, "prices/normalise", _normalise_params(file))
             rows = con.table("staging_file_rows").order(ROW_KEY).pl()
@@ -186,15 +188,20 @@ def ingest_price_file(
     source: FileSource,
     aliases: pl.DataFrame,
     ingested_at: datetime,
-    validation: PriceValidation | None = None,
+    *,
+    validation: PriceValidation,
+    reference_dir: Path,
+    limits: IngestLimits,
 ) -> FileOutcome:
     """One price file through the lifecycle (the public entry point for one file)."""
-    return ingest_file(con, PriceDataset(aliases, validation=validation), source, ingested_at)
+    return ingest_file(con, PriceDataset(aliases, validation, reference_dir), source, ingested_at, limits)
 
 
 def quarantine_unreadable(
     con: duckdb.DuckDBPyConnection, source: FileSource, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A price file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
-    return _quarantine_unreadable(con, PriceDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String})),
-                                  source, error, ingested_at)
+    # nothing is read or validated: the file is only quarantined
+    dataset = PriceDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), PriceValidation(), Path(),
+                           overrides=pl.DataFrame())
+    return _quarantine_unreadable(con, dataset, source, error, ingested_at)

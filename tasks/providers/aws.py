@@ -54,7 +54,6 @@ from tasks.prices.adapter import (
     read_json,
     reference_file,
 )
-from tasks.prices.config import price_validation
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 from tasks.warehouse import execute, query
@@ -187,7 +186,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     execute(con, "prices/aws_offer_terms")
     execute(con, "prices/aws_offer_classified")
     execute(con, "prices/number_macros")
-    max_storage = (context.validation or price_validation()).max_storage_usd_per_gb_month
+    max_storage = context.validation.max_storage_usd_per_gb_month
     execute(con, "prices/aws_offer_records", {
         "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,
     })

@@ -106,7 +106,7 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
 
 
 def _gcp_offers(
-    accelerators: pl.DataFrame, hosts: pl.DataFrame, reference_dir: Path | None
+    accelerators: pl.DataFrame, hosts: pl.DataFrame, reference_dir: Path
 ) -> tuple[pl.DataFrame, list[str]]:
     """GCP: accelerator price + host VM price (same region and zone) = instance price.
 

@@ -17,7 +17,6 @@ import duckdb
 import polars as pl
 
 from tasks.publishing.ownership import check_database_target, remember_written
-from tasks.settings import paths
 from tasks.warehouse import execute, query, registered
 
 # In order; each is sql/publish/<name>.sql creating published.<name> (gpu_cost_ranking: a view of the newest night
@@ -61,13 +60,12 @@ def build_published(
     target: Path,
     model_versions: pl.DataFrame,
     price_window_days: int,
-    home: Path | None = None,
+    home: Path,
 ) -> PublishedFile:
     """Write every published table from the warehouse `con` into a new file, then swap it into place. An existing
     `target` is replaced only if gpucost made it (tasks/publishing/ownership.py; `home` keeps the record of what
-    it wrote: GPUCOST_HOME when not given)."""
+    it wrote: the state folder)."""
 
-    home = home or paths().home
     started = time.perf_counter()
     check_database_target(home, target)
     target.parent.mkdir(parents=True, exist_ok=True)

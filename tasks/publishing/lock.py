@@ -12,7 +12,6 @@ from pathlib import Path
 
 import duckdb
 
-from tasks.settings import paths
 from tasks.warehouse import WarehouseBusyError, connect
 
 
@@ -39,14 +38,13 @@ def run_lock(path: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the flock
 
 
-def check_warehouse_free(path: Path | None = None) -> None:
+def check_warehouse_free(path: Path) -> None:
     """Raise WarehouseBusyError (naming the process that holds it, e.g. a user's open DuckDB session) now,
     before a run starts, rather than letting every step fail on it in turn.
 
     Opened read-write (a reader holding the file blocks a writer too) but not migrated, so the check itself
     changes nothing; a damaged file is left to the pre-flight check, which names it with the next step."""
 
-    path = Path(path or paths().warehouse)
     if not path.exists():
         return
     try:

@@ -24,10 +24,10 @@ from tasks.publishing.ownership import (
     remember_written,
 )
 from tasks.publishing.parquet import ParquetSnapshot, export_parquet, parquet_root
-from tasks.ranking.config import Ranking, RankingCompute, ranking_config
+from tasks.ranking.config import Ranking, RankingCompute
 from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
-from tasks.reference import ReferenceFiles, load_reference_tables, reference_files, reference_paths
-from tasks.settings import paths
+from tasks.reference import ReferenceFiles, load_reference_tables, reference_paths
+from tasks.settings import Resources
 from tasks.warehouse import memory_capped, query, row_order_free
 
 
@@ -47,21 +47,20 @@ def chart_path(published: Path) -> Path:
     return published.with_name("gpu_cost_ranking.png")
 
 
-def check_targets(published: Path, parquet: Path, home: Path | None = None) -> None:
+def check_targets(published: Path, parquet: Path, home: Path) -> None:
     """Every file and folder publish writes is absent or gpucost's (tasks/publishing/ownership.py), else
     ForeignTargetError naming it, before anything is written."""
 
-    home = home or paths().home
     check_database_target(home, published)
     check_file_target(home, chart_path(published), "the ranking chart", PNG_MAGIC)
     check_parquet_target(parquet)
 
 
 @contextmanager
-def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: RankingCompute) -> Iterator[None]:
-    """Cap DuckDB's memory for the block (config/ranking.toml [compute]) with a spill folder in GPUCOST_HOME,
+def duckdb_limits(con: duckdb.DuckDBPyConnection, compute: RankingCompute, home: Path) -> Iterator[None]:
+    """Cap DuckDB's memory for the block (config/ranking.toml [compute]) with a spill folder in the state folder `home`,
     so 10^7 ranking rows spill to disk instead of exhausting RAM."""
-    with memory_capped(con, compute.memory_limit, paths().home / compute.temp_directory):
+    with memory_capped(con, compute.memory_limit, home / compute.temp_directory):
         yield
 
 
@@ -70,33 +69,33 @@ def publish_night(
     champion: ThroughputModel | None,
     publish_date: date,
     published_at: datetime,
-    target: Path | None = None,
-    tracking_uri: str | None = None,
+    resources: Resources,
     *,
-    ranking: Ranking | None = None,
-    reference: ReferenceFiles | None = None,
+    ranking: Ranking,
+    reference: ReferenceFiles,
+    workloads: pl.DataFrame,
 ) -> PublishOutcome:
-    """`ranking` and `reference` (config/ranking.toml, config/settings.toml [reference]) as the flow loaded
-    them; read from the config folder when not given."""
-    target = target or paths().published
-    config = ranking or ranking_config()
-    reference = reference or reference_files()
-    check_targets(target, parquet_root(config.publish))  # before any work: nothing we did not make is replaced
+    """Publish into `resources.published` (the model versions from `resources.tracking_uri`); `ranking`,
+    `reference` (config/ranking.toml, config/settings.toml [reference]) and `workloads` (load_workloads' rows) as
+    the entry point loaded them."""
+    target, home, config = resources.published, resources.home, ranking
+    # before any work: nothing we did not make is replaced
+    check_targets(target, parquet_root(config.publish, home), home)
     load_reference_tables(con, reference_paths(reference))
-    versions, note = read_model_versions(tracking_uri or paths().mlflow_tracking_uri)
+    versions, note = read_model_versions(resources.tracking_uri)
     notes = [note] if note else []
-    with duckdb_limits(con, config.compute):
-        result = rank_offers(con, champion, publish_date, published_at, config=config,
+    with duckdb_limits(con, config.compute, home):
+        result = rank_offers(con, champion, publish_date, published_at, workloads=workloads, config=config,
                              gpu_specs_file=reference.gpu_specs)
         with row_order_free(con):
-            published = build_published(con, target, versions, config.spot.history_window_days)
+            published = build_published(con, target, versions, config.spot.history_window_days, home)
         top = top_offers(con, publish_date, config.publish.top_offers_per_workload)
         points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
     parquet = None
     try:
-        spill = paths().home / config.compute.temp_directory
+        spill = home / config.compute.temp_directory
         spill.mkdir(parents=True, exist_ok=True)
-        parquet = export_parquet(published.path, parquet_root(config.publish), published_at,
+        parquet = export_parquet(published.path, parquet_root(config.publish, home), published_at,
                                  config.publish.parquet_snapshots_kept,
                                  {"memory_limit": config.publish.parquet_memory_limit,
                                   "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
@@ -107,7 +106,7 @@ def publish_night(
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")
     else:
-        remember_written(paths().home, chart)
+        remember_written(home, chart)
     markdown = summary_markdown(result, published, top, chart, notes)
     if parquet is not None:
         markdown += f"\nParquet snapshot for other readers: {parquet.path} (pointer {parquet.root / 'LATEST'})\n"

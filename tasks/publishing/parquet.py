@@ -27,7 +27,6 @@ import duckdb
 from tasks.publishing.database import PUBLISHED_TABLES
 from tasks.publishing.ownership import check_parquet_target, mark_parquet_root
 from tasks.ranking.config import Publish
-from tasks.settings import paths
 
 POINTER = "LATEST"
 LINK = "latest"
@@ -44,11 +43,11 @@ class ParquetSnapshot:
     removed: list[Path] = field(default_factory=list)      # snapshots past `snapshots_kept`
 
 
-def parquet_root(publish: Publish) -> Path:
+def parquet_root(publish: Publish, home: Path) -> Path:
     """config/ranking.toml [publish] parquet_dir, which GPUCOST_PARQUET_DIR overrides (tasks/settings.py), relative
-    to GPUCOST_HOME."""
+    to the state folder `home`."""
     path = Path(publish.parquet_dir).expanduser()
-    return path if path.is_absolute() else paths().home / path
+    return path if path.is_absolute() else home / path
 
 
 def snapshot_name(published_at: datetime) -> str:

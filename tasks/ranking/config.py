@@ -109,5 +109,5 @@ class Ranking(Strict):
 
 
 def ranking_config() -> Ranking:
-    """config/ranking.toml, for a caller that was not handed it."""
+    """config/ranking.toml (the entry points load it through tasks/config_files.py and pass it down)."""
     return config.load("ranking", Ranking)

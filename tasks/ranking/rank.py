@@ -10,9 +10,8 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
-from tasks.ranking.config import Ranking, ranking_config
-from tasks.ranking.workloads import load_workloads, require_workloads, workloads_config
-from tasks.reference import reference_files
+from tasks.ranking.config import Ranking
+from tasks.ranking.workloads import require_workloads
 from tasks.warehouse import execute, query, registered, row_order_free, transaction
 
 PREDICTION_SCHEMA: dict[str, pl.DataType] = {
@@ -119,18 +118,17 @@ def rank_offers(
     champion: ThroughputModel | None,
     publish_date: date,
     published_at: datetime,
-    workloads: pl.DataFrame | None = None,
-    config: Ranking | None = None,
-    gpu_specs_file: str | None = None,
+    *,
+    workloads: pl.DataFrame,
+    config: Ranking,
+    gpu_specs_file: str,
 ) -> RankingResult:
     """Write the night's rows into marts.gpu_cost_ranking_history (replacing that date's) and summarise.
 
     Ranks are per workload, so workloads are ranked in batches (config/ranking.toml [compute]) and the
-    night is written in one transaction: readers see all of it or none of it. `gpu_specs_file` names the
-    specs file in the "no spec row" reason (default: config/settings.toml [reference] gpu_specs)."""
-    config = config if config is not None else ranking_config()
-    gpu_specs_file = gpu_specs_file or reference_files().gpu_specs
-    workloads = workloads if workloads is not None else load_workloads(workloads_config(), config)
+    night is written in one transaction: readers see all of it or none of it. `workloads`: the rows of
+    tasks.ranking.workloads.load_workloads; `gpu_specs_file` names the specs file in the "no spec row" reason
+    (config/settings.toml [reference] gpu_specs)."""
     require_workloads(workloads)
     result = RankingResult(publish_date=publish_date, model_version=champion.version if champion else None)
     if champion is None:

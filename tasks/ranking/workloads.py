@@ -205,5 +205,5 @@ def require_workloads(workloads: pl.DataFrame) -> None:
 
 
 def workloads_config() -> WorkloadsFile:
-    """config/workloads.toml, for a caller that was not handed it."""
+    """config/workloads.toml (the entry points load it through tasks/config_files.py and pass it down)."""
     return config.load("workloads", WorkloadsFile)

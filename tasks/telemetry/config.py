@@ -123,10 +123,10 @@ class MlflowTelemetry(Strict):
 
 
 def telemetry_config() -> Telemetry:
-    """config/telemetry.toml, for a caller that was not handed it."""
+    """config/telemetry.toml (the entry points load it through tasks/config_files.py and pass it down)."""
     return config.load("telemetry", Telemetry)
 
 
 def mlflow_telemetry_config() -> MlflowTelemetry:
-    """config/mlflow_telemetry.toml, for a caller that was not handed it."""
+    """config/mlflow_telemetry.toml (the entry points load it through tasks/config_files.py and pass it down)."""
     return config.load("mlflow_telemetry", MlflowTelemetry)

@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import land_bytes, landing_dir
 from tasks.ingest.lifecycle import (
     Dataset,
@@ -31,9 +32,9 @@ from tasks.ingest.lifecycle import (
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.validation import ROW_KEY
-from tasks.telemetry.config import TelemetryValidation, telemetry_config
+from tasks.telemetry.config import TelemetryValidation
 from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
-from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
+from tasks.telemetry.normalise import normalise_runs, unknown_spellings
 from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
@@ -80,13 +81,13 @@ class TelemetryDataset(Dataset):
     def __init__(
         self,
         aliases: pl.DataFrame,
-        vocabulary: dict[str, dict[str, Any]] | None = None,
+        vocabulary: dict[str, dict[str, Any]],
+        validation: TelemetryValidation,
         records: pl.DataFrame | None = None,
-        validation: TelemetryValidation | None = None,
     ) -> None:
         self.aliases = aliases
-        self.validation = validation  # config/telemetry.toml [validation] when not given
-        self.vocabulary = vocabulary or load_vocabulary()
+        self.validation = validation  # config/telemetry.toml [validation]
+        self.vocabulary = vocabulary
         self.records = records  # rows a reader already produced (e.g. MLflow runs): no file to read
 
     def describe(self, source: FileSource, outcome: FileOutcome) -> None:
@@ -96,7 +97,7 @@ class TelemetryDataset(Dataset):
             outcome.format = None  # reading says why (quarantined whole)
 
     def validation_parameters(self) -> dict[str, Any]:
-        return (self.validation or telemetry_config().validation).model_dump()
+        return self.validation.model_dump()
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
@@ -231,12 +232,14 @@ def ingest_telemetry_file(
     path: Path,
     aliases: pl.DataFrame,
     ingested_at: datetime,
-    vocabulary: dict[str, dict[str, Any]] | None = None,
-    validation: TelemetryValidation | None = None,
+    *,
+    vocabulary: dict[str, dict[str, Any]],
+    validation: TelemetryValidation,
+    limits: IngestLimits,
 ) -> FileOutcome:
     """One telemetry file through the lifecycle (the public entry point for one file)."""
-    dataset = TelemetryDataset(aliases, vocabulary, validation=validation)
-    return ingest_file(con, dataset, FileSource(Path(path)), ingested_at)
+    dataset = TelemetryDataset(aliases, vocabulary, validation)
+    return ingest_file(con, dataset, FileSource(Path(path)), ingested_at, limits)
 
 
 def ingest_telemetry_records(
@@ -246,23 +249,27 @@ def ingest_telemetry_records(
     size_bytes: int,
     aliases: pl.DataFrame,
     ingested_at: datetime,
-    vocabulary: dict[str, dict[str, Any]] | None = None,
+    *,
+    vocabulary: dict[str, dict[str, Any]],
+    validation: TelemetryValidation,
+    limits: IngestLimits,
 ) -> FileOutcome:
     """Records a reader already produced (contract columns as text + SOURCE_LINE + RAW_VALUES; e.g. MLflow runs,
     tasks/telemetry/mlflow_ingest.py) through the same lifecycle, registered under `outcome` (its source_file
     and content_sha256 name the unit)."""
-    dataset = TelemetryDataset(aliases, vocabulary, records)
+    dataset = TelemetryDataset(aliases, vocabulary, validation, records)
     folder = landing_dir(con)
     if folder is not None:  # the unit's records as read, one JSON object a line (source_line = line number)
         text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
         outcome.landed_path = land_bytes(text.encode(), folder, outcome.content_sha256, ".jsonl").landed_path
     file = FileContext(FileSource(Path(outcome.source_file)), outcome.content_sha256, ingested_at)
-    return ingest_unit(con, dataset, file, outcome, size_bytes)
+    return ingest_unit(con, dataset, file, outcome, size_bytes, limits)
 
 
 def quarantine_unreadable(
     con: duckdb.DuckDBPyConnection, path: Path, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A telemetry file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
-    dataset = TelemetryDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), {})
+    # nothing is read or validated: the file is only quarantined
+    dataset = TelemetryDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), {}, TelemetryValidation())
     return _quarantine_unreadable(con, dataset, FileSource(Path(path)), error, ingested_at)

@@ -20,10 +20,11 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks.ingest.config import IngestLimits
 from tasks.ingest.quarantine import quarantine_rows
 from tasks.ingest.registry import FileOutcome, already_ingested, record_file
 from tasks.sources import Sources
-from tasks.telemetry.config import MlflowTelemetry, mlflow_telemetry_config
+from tasks.telemetry.config import MlflowTelemetry, TelemetryValidation
 from tasks.telemetry.ingest import DATASET, ingest_telemetry_records
 from tasks.telemetry.mlflow_source import (
     SOURCE_PREFIX,
@@ -86,14 +87,17 @@ def ingest_mlflow_source(
     source: MlflowSource,
     aliases: pl.DataFrame,
     ingested_at: datetime,
-    vocabulary: dict[str, dict[str, Any]] | None = None,
+    *,
+    vocabulary: dict[str, dict[str, Any]],
+    validation: TelemetryValidation,
+    settings: MlflowTelemetry,
+    limits: IngestLimits,
     rescan: bool = False,
-    settings: MlflowTelemetry | None = None,
 ) -> list[FileOutcome]:
-    """Read the source's finished runs since the last read (all of them with `rescan`) into the warehouse."""
+    """Read the source's finished runs since the last read (all of them with `rescan`) into the warehouse;
+    `vocabulary`, `validation` and `settings` from config/telemetry.toml and config/mlflow_telemetry.toml."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings or mlflow_telemetry_config()
     defaults = settings.defaults
     mapping = load_mapping(source.mapping, settings)
     uri = redact_uri(source.tracking_uri)
@@ -119,7 +123,8 @@ def ingest_mlflow_source(
             _quarantine_run(con, record, outcome, ingested_at)
         else:
             frame = records_frame([record])
-            ingest_telemetry_records(con, frame, outcome, 0, aliases, ingested_at, vocabulary)
+            ingest_telemetry_records(con, frame, outcome, 0, aliases, ingested_at, vocabulary=vocabulary,
+                                     validation=validation, limits=limits)
             outcome.notes.append(
                 f"tokens/s per GPU = median of {record.throughput_points} points; "
                 + (f"avg_power_w from {record.power_samples} GPU power samples"

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
-from tasks.telemetry.config import MlflowTelemetry, mlflow_telemetry_config
+from tasks.telemetry.config import MlflowTelemetry
 from tasks.telemetry.contract import MLFLOW_READER_FIELDS as READER_FIELDS
 from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
@@ -92,10 +92,9 @@ def redact_uri(uri: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def load_mapping(name: str, settings: MlflowTelemetry | None = None) -> dict[str, Any]:
-    """A named mapping of config/mlflow_telemetry.toml (or `settings`) with the defaults applied (warm-up,
+def load_mapping(name: str, settings: MlflowTelemetry) -> dict[str, Any]:
+    """A named mapping of config/mlflow_telemetry.toml (`settings`) with the defaults applied (warm-up,
     evaluation prefixes, power pattern). Its keys and throughput kind were checked when the file was read."""
-    settings = settings or mlflow_telemetry_config()
     if name not in settings.mappings:
         raise MlflowMappingError(
             f"no mapping {name!r} in config/mlflow_telemetry.toml (mappings: {', '.join(sorted(settings.mappings))})"
@@ -441,14 +440,13 @@ def records_frame(records: list[RunRecord]) -> pl.DataFrame:
 
 
 def read_mlflow_runs(
-    tracking_uri: str, experiments: tuple[str, ...], mapping_name: str, ended_after_ms: dict[str, int] | None = None,
-    settings: MlflowTelemetry | None = None,
+    tracking_uri: str, experiments: tuple[str, ...], mapping_name: str, settings: MlflowTelemetry,
+    ended_after_ms: dict[str, int] | None = None,
 ) -> tuple[pl.DataFrame, list[RunRecord], ListedRuns]:
     """The whole reader in one call: finished runs ended after the watermarks -> (contract-shaped frame of the
     readable runs, every run's record incl. problems, what was listed and skipped)."""
     from mlflow.tracking import MlflowClient
 
-    settings = settings or mlflow_telemetry_config()
     mapping = load_mapping(mapping_name, settings)
     client = MlflowClient(tracking_uri)
     listed = list_runs(client, experiments, ended_after_ms or {}, settings.defaults.page_size)

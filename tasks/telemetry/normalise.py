@@ -5,8 +5,8 @@ columns at all: every contract column is present in the result (null where the i
 Columns outside the contract pass through untouched.
 
 Vocabularies (precision family + recipe, workload, activation checkpointing) live in config/telemetry.toml
-(data, not code: the whole vocabulary is `load_vocabulary()`, so any engine can apply it); GPU names resolve through
-the alias table (exact, case-sensitive). Values that cannot be read as their type are not guessed:
+(data, not code: the whole vocabulary is `load_vocabulary(telemetry)`, so any engine can apply it); GPU names
+resolve through the alias table (exact, case-sensitive). Values that cannot be read as their type are not guessed:
 they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from tasks.ingest.values import per_distinct
-from tasks.telemetry.config import Telemetry, telemetry_config
+from tasks.telemetry.config import Telemetry
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
     INPUT_KINDS,
@@ -43,13 +43,13 @@ def spelling_key(value: str) -> str:
     return _SPACES.sub(" ", value.strip().lower())
 
 
-def load_vocabulary(telemetry: Telemetry | None = None) -> dict[str, dict[str, Any]]:
-    """The spelling tables of config/telemetry.toml (or `telemetry`), keyed by `spelling_key`:
+def load_vocabulary(telemetry: Telemetry) -> dict[str, dict[str, Any]]:
+    """The spelling tables of config/telemetry.toml (`telemetry`), keyed by `spelling_key`:
 
     precision / precision_prefix -> (family, recipe); workload -> workload; activation_checkpointing ->
     none | selective | full. Contract values are their own spellings. The values were checked against the
     contract's vocabularies when the file was read (tasks/telemetry/config.py)."""
-    cfg = telemetry or telemetry_config()
+    cfg = telemetry
     precision = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision.items()}
     precision.update({p: (p, "none") for p in CONTRACT_PRECISIONS if p not in LOW_PRECISION_FAMILIES})
     prefix = {spelling_key(k): cfg.family_and_recipe(v) for k, v in cfg.precision_prefix.items()}
@@ -127,13 +127,12 @@ def _canonical_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
 
 
 def normalise_runs(
-    frame: pl.DataFrame, aliases: pl.DataFrame, vocabulary: dict[str, dict[str, Any]] | None = None
+    frame: pl.DataFrame, aliases: pl.DataFrame, vocabulary: dict[str, dict[str, Any]]
 ) -> pl.DataFrame:
     """Map free spellings to the contract and derive what the contract derives.
 
     Returns the input's non-contract columns, then every column of NORMALISED_SCHEMA, then
     `workload_name` (as given) and `unparsed_fields` ("column='value'; ..." or null)."""
-    vocabulary = vocabulary or load_vocabulary()
     parsed: dict[str, pl.Series] = {}
     unparsed: list[pl.Series] = []
     for column, kind in INPUT_KINDS.items():

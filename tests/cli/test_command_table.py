@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.testing import CliRunner
 
-from gpucost.cli import app, check_readable, check_warehouse_not_busy
+from gpucost.cli import app, check_readable, check_warehouse_not_busy, resources
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, STOPPED, Exit
 from gpucost.guard import guarded
 from tasks.settings import PROJECT_ROOT
@@ -22,6 +22,7 @@ HELPERS = {
     "guarded": {Exit.INPUT, Exit.FAILED, Exit.BUSY, Exit.DAMAGED, Exit.DISK_FULL},
     "check_readable": {Exit.INPUT},
     "check_warehouse_not_busy": {Exit.BUSY},
+    "resources": {Exit.INPUT},
 }
 
 
@@ -95,5 +96,6 @@ def test_the_helpers_end_with_the_codes_counted_for_them() -> None:
     # a helper's own codes, read the same way: HELPERS stays true when one of them changes
     assert codes_used(check_readable) == HELPERS["check_readable"]
     assert codes_used(check_warehouse_not_busy) == HELPERS["check_warehouse_not_busy"]
+    assert codes_used(resources) == HELPERS["resources"]
     # `guarded` ends a pre-flight problem with its kind's code (PROBLEM_EXITS), the rest by name
     assert codes_used(guarded.__wrapped__) | set(PROBLEM_EXITS.values()) == HELPERS["guarded"]

@@ -14,13 +14,14 @@ from werkzeug import Response
 from tasks.fetch.config import load_fetch_config
 from tasks.fetch.run import fetch_once
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.fetch import replay
 
 ALL = ["azure", "aws", "aws-spot", "gcp", "skypilot"]
 
 
 def rows(sql: str, params: list | None = None) -> list[tuple]:
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         return con.execute(sql, params or []).fetchall()
 
 
@@ -31,7 +32,7 @@ def by_name(report, name):
 def test_every_provider_is_paginated_and_ingested_and_unchanged_aws_is_not_downloaded_again(
     providers: replay.Replay, gpucost_home: Path
 ) -> None:
-    report = fetch_once(load_fetch_config(), ALL)
+    report = fetch_once(load_fetch_config(), ALL, configured.resources(), configured.price_ingest())
     assert {r.name: r.status for r in report.results} == {p: "ok" for p in ALL}, report.results
 
     # Azure: 598 items in pages of 250 -> requests at $skip 0, 250, 500, each page ingested as it came.
@@ -79,7 +80,7 @@ def test_every_provider_is_paginated_and_ingested_and_unchanged_aws_is_not_downl
 
     # Second fetch: the AWS index and both offers answer 304 to If-None-Match; 0 bytes for AWS.
     before = rows("select count(*) from raw.ingested_files")[0][0]
-    again = fetch_once(load_fetch_config(), ALL)
+    again = fetch_once(load_fetch_config(), ALL, configured.resources(), configured.price_ingest())
     aws_again = by_name(again, "aws")
     assert (aws_again.status, aws_again.bytes, aws_again.pages) == ("unchanged", 0, 3)
     conditional = providers.requests_to("/offers/")[-3:]
@@ -105,7 +106,8 @@ def test_same_content_over_http_gives_the_same_prices(
     shape = ("select provider, region, coalesce(zone, ''), instance_type, pricing, gpu, usd_per_hour, "
              "usd_per_gpu_hour from core.price_observations order by all")
     rejected = "select failed_check, raw_values::varchar from quarantine.rejected_rows order by all"
-    report = fetch_once(load_fetch_config(), ["skypilot"])  # (Azure's pages: figures checked in the test above)
+    report = fetch_once(load_fetch_config(), ["skypilot"], configured.resources(),
+                        configured.price_ingest())  # (Azure's pages: figures checked in the test above)
     assert [r.status for r in report.results] == ["ok"]
     over_http, rejected_over_http = rows(shape), rows(rejected)
     p5 = rows("select distinct usd_per_hour, usd_per_gpu_hour from core.prices_current where provider = 'aws' "
@@ -116,8 +118,8 @@ def test_same_content_over_http_gives_the_same_prices(
     monkeypatch.setenv("GPUCOST_HOME", str(tmp_path / "from-files"))
     files = [FetchedFile(replay.PRICE_SAMPLES / name, cloud, "skypilot")
              for (_v, cloud), name in replay.SKYPILOT_FILES.items()]
-    with warehouse() as con:
-        ingest_fetched(con, files, datetime.now(UTC))
+    with warehouse(configured.resources().warehouse) as con:
+        ingest_fetched(con, files, datetime.now(UTC), configured.price_ingest())
     assert rows(shape) == over_http
     assert rows(rejected) == rejected_over_http
     assert len(over_http) > 1500  # the three catalogs hold 494 + 374 + 187 offers, most priced on-demand and spot
@@ -127,7 +129,7 @@ def test_429_with_retry_after_then_success(providers: replay.Replay, httpserver:
     path = f"{replay.SKYPILOT_BASE}/v8/lambda/vms.csv"
     httpserver.expect_oneshot_request(path).respond_with_data("slow down", status=429, headers={"Retry-After": "1"})
     started = time.perf_counter()
-    report = fetch_once(load_fetch_config(), ["skypilot"])
+    report = fetch_once(load_fetch_config(), ["skypilot"], configured.resources(), configured.price_ingest())
     assert time.perf_counter() - started >= 1.0  # waited the server's Retry-After, not the 0.05 s backoff
     assert by_name(report, "skypilot").status == "ok"
     assert len(providers.requests_to("/lambda/vms.csv$")) == 1  # the 429 is not logged by the replay handler
@@ -138,14 +140,14 @@ def test_a_500_for_one_provider_keeps_its_last_prices_while_the_others_succeed(
     providers: replay.Replay, httpserver: HTTPServer
 ) -> None:
     earlier = datetime.now(UTC) - timedelta(days=3)
-    first = fetch_once(load_fetch_config(), ["gcp"], now=earlier)
+    first = fetch_once(load_fetch_config(), ["gcp"], configured.resources(), configured.price_ingest(), now=earlier)
     assert by_name(first, "gcp").status == "ok"
     gcp_prices = rows("select count(*) from core.prices_current where provider = 'gcp'")[0][0]
     assert gcp_prices > 0
 
     for _ in range(3):  # every attempt of [http] attempts = 3
         httpserver.expect_oneshot_request(replay.GCP_PATH).respond_with_data("backend error", status=500)
-    report = fetch_once(load_fetch_config(), ["gcp", "skypilot"])
+    report = fetch_once(load_fetch_config(), ["gcp", "skypilot"], configured.resources(), configured.price_ingest())
     gcp, skypilot = by_name(report, "gcp"), by_name(report, "skypilot")
     assert gcp.status == "failed" and "HTTP 500" in gcp.detail
     assert skypilot.status == "ok" and len(skypilot.files) == 3
@@ -169,7 +171,7 @@ def test_a_connection_cut_half_way_leaves_no_file_and_no_registered_download(
 
     for _ in range(3):
         httpserver.expect_oneshot_request(path).respond_with_handler(cut)
-    report = fetch_once(load_fetch_config(), ["skypilot"])
+    report = fetch_once(load_fetch_config(), ["skypilot"], configured.resources(), configured.price_ingest())
     skypilot = by_name(report, "skypilot")
     assert skypilot.status == "partial" and "lambda" in skypilot.detail and "cut" in skypilot.detail
     downloads = gpucost_home / "downloads"
@@ -185,7 +187,7 @@ def test_an_html_error_page_with_status_200_is_quarantined_as_the_wrong_format(
     httpserver.expect_oneshot_request(
         replay.AZURE_PATH, query_string={"$filter": replay.AZURE_FILTER, "$skip": "250"}
     ).respond_with_data(page, status=200, content_type="text/html")
-    report = fetch_once(load_fetch_config(), ["azure"])
+    report = fetch_once(load_fetch_config(), ["azure"], configured.resources(), configured.price_ingest())
     azure = by_name(report, "azure")
     assert azure.status == "partial" and "HTML page" in azure.detail
     # Page 1 arrived whole and was ingested; the HTML body kept aside and quarantined as a file.
@@ -215,7 +217,7 @@ def test_pruning_keeps_recent_days_and_the_warehouse_records(providers: replay.R
     from tasks.fetch.prune import prune_downloads
 
     old_run = datetime.now(UTC) - timedelta(days=20)
-    fetch_once(load_fetch_config(), ["skypilot"], now=old_run)
+    fetch_once(load_fetch_config(), ["skypilot"], configured.resources(), configured.price_ingest(), now=old_run)
     root = gpucost_home / "downloads"
     old_day = root / "skypilot" / f"{old_run:%Y-%m-%d}"
     assert old_day.is_dir()
@@ -245,7 +247,7 @@ def test_providers_without_credentials_are_skipped_with_one_line(
 ) -> None:
     for name in ("GPUCOST_GCP_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name)
-    report = fetch_once(load_fetch_config(), ["gcp", "aws-spot"])
+    report = fetch_once(load_fetch_config(), ["gcp", "aws-spot"], configured.resources(), configured.price_ingest())
     assert {r.name: r.status for r in report.results} == {"gcp": "skipped", "aws-spot": "skipped"}
     assert "GPUCOST_GCP_API_KEY" in by_name(report, "gcp").detail
     assert "no AWS credentials" in by_name(report, "aws-spot").detail

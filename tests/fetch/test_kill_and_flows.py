@@ -19,10 +19,12 @@ from tasks.fetch.config import load_fetch_config
 from tasks.fetch.run import fetch_once
 from tasks.settings import PROJECT_ROOT
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.fetch import replay
 
 CHILD = ("from tasks.fetch.config import load_fetch_config; from tasks.fetch.run import fetch_once; "
-         "fetch_once(load_fetch_config(), ['skypilot'])")
+         "from tests import configured; "
+         "fetch_once(load_fetch_config(), ['skypilot'], configured.resources(), configured.price_ingest())")
 
 
 def test_a_fetch_killed_mid_download_leaves_nothing_registered_and_the_next_run_starts_clean(
@@ -59,10 +61,10 @@ def test_a_fetch_killed_mid_download_leaves_nothing_registered_and_the_next_run_
     assert child.returncode == -signal.SIGKILL
     assert not list(day.rglob("aws-v8-vms.csv"))  # never renamed into place: the file does not look complete
 
-    report = fetch_once(load_fetch_config(), ["skypilot"])
+    report = fetch_once(load_fetch_config(), ["skypilot"], configured.resources(), configured.price_ingest())
     assert not list((gpucost_home / "downloads").rglob(".*part*"))  # the leftover was removed first
     assert report.results[0].status == "ok" and len(report.results[0].files) == 3
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         downloaded = con.execute("select path, size_bytes from raw.downloads order by path").fetchall()
     assert len(downloaded) == 3  # only the clean run's downloads are registered
     aws = next(size for path, size in downloaded if path.endswith("aws-v8-vms.csv"))
@@ -106,7 +108,7 @@ def test_fetch_command_fetches_every_provider_with_nightly_fetching_disabled(
     monkeypatch.setattr(gpucost.cli, "err", Console(file=stderr, width=200))
     assert load_fetch_config().enabled is False
     fetch(provider=None)  # every configured provider; returns (exit status 0): none failed
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         statuses = dict(con.execute("select provider, status from raw.fetch_attempts").fetchall())
         per_format = dict(con.execute("select format, count(*) from raw.ingested_files group by 1").fetchall())
     assert statuses == {p: "ok" for p in ("azure", "aws", "aws-spot", "gcp", "skypilot")}
@@ -141,7 +143,7 @@ def test_nightly_with_fetching_enabled_puts_fetched_prices_in_core_with_the_fetc
     assert all(outcome.startswith("completed") for outcome in steps.values()), steps
     assert len(providers.requests_to(r"/api/retail/prices$")) == 3
 
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         (fetched_at,) = con.execute("select distinct fetched_at from raw.fetch_attempts").fetchone()
         p5 = con.execute("select usd_per_gpu_hour, observed_at from core.prices_current where provider = 'aws' "
                          "and instance_type = 'p5.48xlarge' and region = 'us-east-1' and pricing = 'on_demand'"

@@ -11,6 +11,7 @@ import pytest
 from tasks.fetch.config import load_fetch_config
 from tasks.fetch.run import fetch_once
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.fetch import replay
 
 OFFERS = ("select provider, region, instance_type, pricing, gpu, gpu_count, gpu_memory_gb, usd_per_hour, "
@@ -18,7 +19,7 @@ OFFERS = ("select provider, region, instance_type, pricing, gpu, gpu_count, gpu_
 
 
 def rows(sql: str, params: list | None = None) -> list[tuple]:
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         return con.execute(sql, params or []).fetchall()
 
 
@@ -28,7 +29,7 @@ def test_lambda_api_gives_the_catalogs_prices_and_skips_a_type_with_no_capacity(
     from tasks.fetch.context import FetchedFile
     from tasks.fetch.handoff import ingest_fetched
 
-    report = fetch_once(load_fetch_config(), ["lambda"])
+    report = fetch_once(load_fetch_config(), ["lambda"], configured.resources(), configured.price_ingest())
     (result,) = report.results
     assert (result.status, len(result.files)) == ("ok", 1)
     (_path, _args, headers), = providers.requests_to(replay.LAMBDA_PATH)
@@ -47,9 +48,9 @@ def test_lambda_api_gives_the_catalogs_prices_and_skips_a_type_with_no_capacity(
 
     # The catalog file itself through the SkyPilot adapter, in a fresh warehouse: every offer identical.
     monkeypatch.setenv("GPUCOST_HOME", str(tmp_path / "from-file"))
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         ingest_fetched(con, [FetchedFile(replay.PRICE_SAMPLES / "skypilot_v8_lambda_gpu.csv", "lambda", "skypilot")],
-                       datetime.now(UTC))
+                       datetime.now(UTC), configured.price_ingest())
     from_file = [r for r in rows(OFFERS) if r[2] != replay.LAMBDA_NO_CAPACITY]
     assert over_api == from_file
 
@@ -60,7 +61,7 @@ def test_a_type_with_no_capacity_is_priced_in_the_configured_regions(
     loaded = load_fetch_config()  # cached and frozen: the test's change is a copy
     config = loaded.model_copy(update={"lambda_": loaded.lambda_.model_copy(update={"regions": ["us-east-1",
                                                                                           "us-west-1"]})})
-    report = fetch_once(config, ["lambda"])
+    report = fetch_once(config, ["lambda"], configured.resources(), configured.price_ingest())
     assert (report.outcomes[0].rows_read, report.outcomes[0].rows_skipped) == (357 + 2, 0)
     assert rows("select region, usd_per_hour from core.prices_current where instance_type = ? order by region",
                 [replay.LAMBDA_NO_CAPACITY]) == [("us-east-1", 6.32), ("us-west-1", 6.32)]
@@ -69,6 +70,6 @@ def test_a_type_with_no_capacity_is_priced_in_the_configured_regions(
 def test_without_a_key_lambda_is_skipped_with_one_line(providers: replay.Replay,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GPUCOST_LAMBDA_API_KEY")
-    (result,) = fetch_once(load_fetch_config(), ["lambda"]).results
+    (result,) = fetch_once(load_fetch_config(), ["lambda"], configured.resources(), configured.price_ingest()).results
     assert result.status == "skipped" and "GPUCOST_LAMBDA_API_KEY" in result.detail
     assert not providers.requests

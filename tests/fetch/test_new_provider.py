@@ -17,6 +17,7 @@ from tasks.providers import registry
 from tasks.settings import ConfigError
 from tasks.sources import Sources, price_sources_for
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 from tests.fetch import tinycloud
 
@@ -46,7 +47,7 @@ def test_a_provider_added_in_one_module_is_fetched_and_ingested(
     monkeypatch.setenv("GPUCOST_FETCH_TINYCLOUD_URL", httpserver.url_for("/v2/machines"))
     config = load_fetch_config()  # the shipped fetch.toml: no [tinycloud] section, its defaults apply
     assert config.base_url("tinycloud") == httpserver.url_for("/v2/machines")
-    report = fetch_once(config, ["tinycloud"])
+    report = fetch_once(config, ["tinycloud"], configured.resources(), configured.price_ingest())
     (result,) = report.results
     assert (result.status, len(result.files)) == ("ok", 1)
     (outcome,) = report.outcomes

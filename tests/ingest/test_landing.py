@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from tasks.ingest.landing import PART_PREFIX, landed_lines, landing_dir, prune, recover
-from tasks.reference import read_aliases
 from tasks.telemetry.ingest import ingest_telemetry_file
+from tests import configured
 from tests.telemetry.helpers import SAMPLE, sample_rows
 
 AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
@@ -25,7 +25,7 @@ def _decompressed(path: Path) -> bytes:
 
 
 def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: Path) -> None:
-    outcome = ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
+    outcome = ingest_telemetry_file(con, SAMPLE, configured.aliases(), AT, **configured.telemetry_options())
     sha = hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
     folder = landing_dir(con)
     assert folder == Path(con.sql("select path from duckdb_databases() where database_name = current_database()")
@@ -39,13 +39,14 @@ def test_a_file_lands_once_by_its_hash_compressed_and_registered(con, tmp_path: 
     # the same bytes under another name: already ingested, nothing new lands
     copy = tmp_path / "copy.csv"
     copy.write_bytes(SAMPLE.read_bytes())
-    assert ingest_telemetry_file(con, copy, read_aliases(), AT).status == "already_ingested"
+    assert ingest_telemetry_file(con, copy, configured.aliases(), AT,
+                                 **configured.telemetry_options()).status == "already_ingested"
     assert [p.name for p in folder.glob("*/*")] == [landed.name]
     assert list(folder.glob(f"{PART_PREFIX}*")) == []  # the copy read for its hash was not kept
 
 
 def test_the_documented_query_gives_the_original_line_of_every_core_and_quarantined_row(con) -> None:
-    ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
+    ingest_telemetry_file(con, SAMPLE, configured.aliases(), AT, **configured.telemetry_options())
     original = SAMPLE.read_text(encoding="utf-8").splitlines()
     runs = con.sql("select content_sha256, source_line from core.telemetry_runs").fetchall()
     rejected = con.sql("select content_sha256, source_line from quarantine.rejected_rows").fetchall()
@@ -57,7 +58,7 @@ def test_the_documented_query_gives_the_original_line_of_every_core_and_quaranti
 
 
 def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_path: Path) -> None:
-    outcome = ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
+    outcome = ingest_telemetry_file(con, SAMPLE, configured.aliases(), AT, **configured.telemetry_options())
     folder = landing_dir(con)
     # fault: a file landed by an ingest killed before its commit (no registry row), and a cut part file
     orphan = folder / "ab" / ("ab" + "0" * 62 + ".csv.zst")
@@ -75,8 +76,8 @@ def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Pat
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     sample_rows(GOOD).write_csv(first)
     sample_rows(A100).write_csv(second)
-    kept = ingest_telemetry_file(con, first, read_aliases(), AT)
-    gone = ingest_telemetry_file(con, second, read_aliases(), AT)
+    kept = ingest_telemetry_file(con, first, configured.aliases(), AT, **configured.telemetry_options())
+    gone = ingest_telemetry_file(con, second, configured.aliases(), AT, **configured.telemetry_options())
     assert (kept.rows_loaded, gone.rows_loaded) == (1, 1)
     folder = landing_dir(con)
     # fault: the second file's one run deleted by hand, so no row refers to its landed file any more
@@ -91,7 +92,7 @@ def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Pat
 
 
 def test_the_query_in_the_docs_shows_a_runs_original_line(con) -> None:
-    ingest_telemetry_file(con, SAMPLE, read_aliases(), AT)
+    ingest_telemetry_file(con, SAMPLE, configured.aliases(), AT, **configured.telemetry_options())
     docs = (Path(__file__).parents[2] / "docs" / "data-contracts.md").read_text(encoding="utf-8")
     block = docs.split("<!-- original-line-query -->\n```sql\n", 1)[1].split("```", 1)[0]
     home = landing_dir(con).parent

@@ -7,6 +7,7 @@ import pytest
 
 from tasks.ingest.landing import landed_lines
 from tasks.telemetry.ingest import TelemetryDataset
+from tests import configured
 from tests.telemetry.helpers import SAMPLE, ingest
 
 # The bundled telemetry sample: a header and 336 records on lines 2..337.
@@ -64,12 +65,12 @@ def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path)
     from bench.generate import write_skypilot_prices
     from tasks.ingest.lifecycle import FileSource, StageJob, stage_file
     from tasks.prices.ingest import PriceDataset
-    from tasks.reference import read_aliases, reference_paths
 
     catalog = write_skypilot_prices(tmp_path / "vms.csv", 100_000)
-    dataset = PriceDataset(read_aliases())
+    dataset = PriceDataset(configured.aliases(), configured.settings().validation.prices,
+                           configured.resources().reference)
     job = StageJob(dataset, FileSource(catalog, "aws", "skypilot"), datetime.now(UTC), tmp_path / "work",
-                   frozenset(), dataset.validation_parameters(), "100MB", reference_paths())
+                   frozenset(), dataset.validation_parameters(), "100MB", configured.reference_files())
     staged = stage_file(job)
     assert staged.error is None and staged.staged is not None and staged.directory is not None
     assert staged.staged.rows_read == 190_502

@@ -21,9 +21,9 @@ import pytest
 
 from tasks.ingest import lifecycle, validation
 from tasks.prices.ingest import PriceSource, ingest_price_file
-from tasks.reference import read_aliases
 from tasks.settings import EXPECTATIONS_DIR
 from tasks.telemetry.ingest import ingest_telemetry_file
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 from tests.reliability.hostile import NAMED_PRICES, SEEDS, SQL_TEXT, set_prices_csv, set_prices_json
 
@@ -77,13 +77,14 @@ def gx_beside_duckdb(monkeypatch: pytest.MonkeyPatch) -> Verdicts:
 
 @pytest.mark.parametrize("seed", SEEDS, ids=[f"{s.format}:{s.sample}" for s in SEEDS])
 def test_duckdb_and_gx_fail_the_same_price_rows(seed, con, tmp_path: Path, gx_beside_duckdb: Verdicts) -> None:
-    aliases = read_aliases()
+    aliases = configured.aliases()
     for index, value in enumerate(NAMED_PRICES):
         text = seed.text()
         text = set_prices_json(text, seed, value) if seed.kind == "json" else set_prices_csv(text, seed, value)
         path = tmp_path / f"hostile-{index}{seed.suffix}"
         path.write_text(text, encoding="utf-8")
-        outcome = ingest_price_file(con, PriceSource(path, seed.provider, seed.format, seed.options), aliases, AT)
+        outcome = ingest_price_file(con, PriceSource(path, seed.provider, seed.format, seed.options), aliases, AT,
+                                    **configured.price_options())
         assert outcome.status in ("loaded", "quarantined"), outcome
     if seed.loads_rows:
         # GX saw whole files (every staged row), and the hostile prices made rows fail
@@ -104,7 +105,7 @@ def test_duckdb_and_gx_fail_the_same_telemetry_rows(con, tmp_path: Path, gx_besi
     for suffix in ("csv", "parquet"):
         path = tmp_path / f"hostile.{suffix}"
         hostile.write_csv(path) if suffix == "csv" else hostile.write_parquet(path)
-        outcome = ingest_telemetry_file(con, path, read_aliases(), AT)
+        outcome = ingest_telemetry_file(con, path, configured.aliases(), AT, **configured.telemetry_options())
         assert outcome.status == "loaded", outcome
         # worked out from the file: every hostile cell fails a check except a positive finite number in a
         # column whose only rule is "positive" (1e308 in tokens_per_sec_per_gpu still breaks the peak check)
@@ -122,11 +123,13 @@ def test_every_expectation_type_of_the_prices_suite_gets_the_same_verdict(con, t
     for index, value in enumerate(("-5", "NaN")):
         path = tmp_path / f"lambda-{index}.csv"
         path.write_text(set_prices_csv(lambda_seed.text(), lambda_seed, value), encoding="utf-8")
-        ingest_price_file(con, PriceSource(path, "lambda", "skypilot"), read_aliases(), AT)
+        ingest_price_file(con, PriceSource(path, "lambda", "skypilot"), configured.aliases(), AT,
+                          **configured.price_options())
     # prices in euros: currency fails `in_set` (core holds USD only)
     azure = (PRICE_SAMPLES / "azure_retail_prices_gpu_westus.json").read_text(encoding="utf-8")
     euros = tmp_path / "azure-eur.json"
     euros.write_text(azure.replace('"currencyCode": "USD"', '"currencyCode": "EUR"'), encoding="utf-8")
-    ingest_price_file(con, PriceSource(euros, "azure", "azure-retail"), read_aliases(), AT)
+    ingest_price_file(con, PriceSource(euros, "azure", "azure-retail"), configured.aliases(), AT,
+                      **configured.price_options())
     assert set(gx_beside_duckdb.failing_by_type) == {e["type"] for e in json.loads(
         (EXPECTATIONS_DIR / "prices.json").read_text())["expectations"]}

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.conftest import TELEMETRY_SAMPLES
 
 # Fast candidate sets for most tests (the full set from config/models.toml runs in one test only).
@@ -41,16 +42,15 @@ def ingested_features(root: Path, files: list[Path]) -> pl.DataFrame:
     """features.training_runs after a real ingest of `files` into a fresh warehouse under `root` (real SQL)."""
     from tasks.features import refresh_feature_table
     from tasks.model.training import read_training_features
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
 
     with warehouse(root / "warehouse.duckdb") as con:
-        load_reference_tables(con)
+        configured.load_tables(con)
         for path in files:
-            ingest_telemetry_file(con, path, read_aliases(), datetime.now(UTC), load_vocabulary())
-        refresh_feature_table(con)
+            ingest_telemetry_file(con, path, configured.aliases(), datetime.now(UTC),
+                                  **configured.telemetry_options(vocabulary=configured.vocabulary()))
+        refresh_feature_table(con, configured.reference())
         return read_training_features(con)
 
 
@@ -108,7 +108,8 @@ def trained_home(tmp_path_factory: pytest.TempPathFactory, training_features: pl
         env.setenv("GPUCOST_HOME", str(home))
         env.setenv("GPUCOST_CONFIG_DIR", str(small_config_dir))
         env.delenv("MLFLOW_TRACKING_URI", raising=False)
-        outcome = train_and_register(training_features, load_config("models"))
+        outcome = train_and_register(training_features, load_config("models"), configured.resources(),
+                                     configured.contract())
     return home, outcome
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import configured
 from tests.conftest import TELEMETRY_SAMPLES
 
 
@@ -16,20 +17,18 @@ def test_train_flow_reads_the_feature_table_and_registers_a_champion(prefect_har
     from flows.train import train
     from tasks.features import refresh_feature_table
     from tasks.model.predict import load_champion
-    from tasks.reference import read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
 
     use_config(small_config_dir)
-    ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", read_aliases(), datetime.now(UTC),
-                          load_vocabulary())
-    rows = refresh_feature_table(con)
+    ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", configured.aliases(),
+                          datetime.now(UTC), **configured.telemetry_options(vocabulary=configured.vocabulary()))
+    rows = refresh_feature_table(con, configured.reference())
     con.close()  # the flow opens the warehouse itself
 
     outcome = train()
     assert outcome.rows == rows  # every feature row has a target in the bundled sample
     assert (outcome.version, outcome.alias) == ("1", "champion")
-    assert load_champion().version == "1"
+    assert load_champion(configured.resources().tracking_uri, configured.contract()).version == "1"
 
 
 @pytest.mark.flow

@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from tasks.config_files import load_config
-from tasks.model.contract_rows import ContractFeatures
 from tasks.model.structured import StructuredConfig, compute_terms, estimated_moe_shape, step_time_parts
+from tests import configured
 
 # data/reference/model_shapes.csv, Qwen3-30B-A3B (HF config.json): 48 layers, d_model 2048, 128 experts, top-8,
 # expert FFN 768, SwiGLU (3 matrices), no shared experts, every layer MoE. 8 H100 SXM (HGX: NVLink 450 GB/s per
@@ -152,7 +152,7 @@ def test_a_model_without_moe_shape_gets_an_estimate() -> None:
 
 def contract_features(rows: list[dict]) -> pl.DataFrame:
     """Contract rows through the real normalisation and feature SQL with the shipped reference files."""
-    features, reasons = ContractFeatures.configured().build(pl.DataFrame(rows))
+    features, reasons = configured.contract().build(pl.DataFrame(rows))
     assert reasons == [None] * len(rows)
     return features
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from tasks.model.predict import NoChampionError, load_champion, predict_file
 from tasks.model.tracking import connect_tracking
 from tasks.telemetry.contract import INPUT_KINDS
+from tests import configured
 from tests.conftest import FIXTURES
 
 PREDICT_INPUT = FIXTURES / "model_predict_input.csv"
@@ -23,13 +24,13 @@ UNSEEN = ("unseen-h200", "unseen-b200", "unseen-mi300x", "unseen-l4")  # specs, 
 
 
 def test_no_store_means_no_champion_and_nothing_is_created(gpucost_home: Path) -> None:
-    assert load_champion() is None
+    assert load_champion(configured.resources().tracking_uri, configured.contract()) is None
     assert not (gpucost_home / "mlflow").exists()
 
 
 def test_predict_file_without_champion_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(NoChampionError, match="gpucost train"):
-        predict_file(PREDICT_INPUT, tmp_path / "out.csv")
+        predict_file(PREDICT_INPUT, tmp_path / "out.csv", **configured.predict_options())
     from gpucost.cli import app
 
     result = CliRunner().invoke(app, ["predict", str(PREDICT_INPUT), "-o", str(tmp_path / "out.csv")])
@@ -39,7 +40,7 @@ def test_predict_file_without_champion_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_champion_predict_keeps_rows_and_adds_contract_columns(in_trained_home, training_features) -> None:
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None and champion.version == "1"
     rows = training_features.head(4)  # feature rows carry the contract's columns: they are contract rows too
     predicted = champion.predict(rows)
@@ -61,7 +62,7 @@ def test_registered_model_takes_contract_rows_like_gpucost_predict(in_trained_ho
     assert result.exit_code == 0, result.output
     cli = pl.read_csv(tmp_path / "out.csv", infer_schema=False)
 
-    mlflow.set_tracking_uri(connect_tracking(create_experiment=False).uri)
+    mlflow.set_tracking_uri(connect_tracking(configured.resources().tracking_uri, create_experiment=False).uri)
     model = mlflow.pyfunc.load_model("models:/token-efficiency@champion")
     predicted = model.predict(pd.read_csv(PREDICT_INPUT))
     assert list(predicted.columns) == ["predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high",
@@ -98,14 +99,14 @@ def test_registered_model_takes_contract_rows_like_gpucost_predict(in_trained_ho
 def test_predict_file_scores_unseen_gpus_with_wider_intervals(in_trained_home, tmp_path: Path) -> None:
     del in_trained_home  # GPUCOST_HOME points at the trained store
     out = tmp_path / "predicted.parquet"
-    result = predict_file(PREDICT_INPUT, out)
+    result = predict_file(PREDICT_INPUT, out, **configured.predict_options())
     written = pl.read_parquet(out)
     assert written.equals(result)
     source = pl.read_csv(PREDICT_INPUT, infer_schema=False)
     assert written.select(source.columns).equals(source)  # input rows and columns untouched, in order
 
     by_id = {row["run_id"]: row for row in written.iter_rows(named=True)}
-    conformal = load_champion().model.conformal
+    conformal = load_champion(configured.resources().tracking_uri, configured.contract()).model.conformal
     for run_id in SEEN + UNSEEN:
         row = by_id[run_id]
         assert row["unscored_reason"] is None and row["model_version"] == "1"
@@ -129,14 +130,14 @@ def test_throughput_in_the_input_is_ignored(in_trained_home, tmp_path: Path) -> 
     rows = pl.read_csv(PREDICT_INPUT, infer_schema=False).head(1)  # seen-a100 with tokens_per_sec_per_gpu 999
     rows.write_csv(tmp_path / "with.csv")
     rows.drop("tokens_per_sec_per_gpu").write_csv(tmp_path / "without.csv")
-    with_throughput = predict_file(tmp_path / "with.csv", tmp_path / "with_out.csv")
-    without = predict_file(tmp_path / "without.csv", tmp_path / "without_out.csv")
+    with_throughput = predict_file(tmp_path / "with.csv", tmp_path / "with_out.csv", **configured.predict_options())
+    without = predict_file(tmp_path / "without.csv", tmp_path / "without_out.csv", **configured.predict_options())
     assert with_throughput["predicted_tokens_per_sec_per_gpu"].to_list() == \
         without["predicted_tokens_per_sec_per_gpu"].to_list()
 
 
 def test_unscorable_rows_get_a_reason_not_a_crash(in_trained_home, tmp_path: Path) -> None:
-    result = predict_file(PREDICT_INPUT, tmp_path / "out.csv")
+    result = predict_file(PREDICT_INPUT, tmp_path / "out.csv", **configured.predict_options())
     reasons = dict(zip(result["run_id"], result["unscored_reason"], strict=True))
     assert reasons["bad-gpu"] == "unknown GPU 'TPUv5' (not in gpu_aliases.csv)"
     assert reasons["bad-precision"] == "unknown precision 'int3'"
@@ -153,10 +154,10 @@ def test_unscorable_rows_get_a_reason_not_a_crash(in_trained_home, tmp_path: Pat
 def test_a_version_registered_before_contract_rows_predicts_through_the_configured_files(in_trained_home) -> None:
     # versions registered before the feature engineering travelled with the model have no `features`: the same
     # engineering runs with the configured reference files (here the very files the model carries)
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     rows = pl.read_csv(PREDICT_INPUT, infer_schema=False)
     carried = champion.predict(rows)
     champion.pyfunc.unwrap_python_model().features = None
     assert not champion.takes_contract_rows
-    configured = champion.predict(rows)
-    assert configured.equals(carried)
+    through_files = champion.predict(rows)
+    assert through_files.equals(carried)

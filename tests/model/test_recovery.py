@@ -15,8 +15,10 @@ import polars as pl
 import pytest
 from mlflow.entities.model_registry import ModelVersion, ModelVersionTag
 
+from tasks import config_files
 from tasks.model.predict import fallback_order
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 
 
 def _version(number: int, tags: dict[str, str]) -> ModelVersion:
@@ -47,7 +49,7 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     use_config(small_config_dir)
     # the debris of a training killed after registering its version: a parent run and a nested candidate run,
     # both RUNNING, and version 1 with no alias and no tags
-    tracking = connect_tracking()
+    tracking = connect_tracking(configured.resources().tracking_uri, configured.resources().home)
     client = tracking.client
     parent = client.create_run(tracking.experiment_id, run_name="train-killed")
     child = client.create_run(tracking.experiment_id, run_name="lasso",
@@ -58,7 +60,8 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     # the next training is a later process: everything above is older than it
     monkeypatch.setattr(training, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
 
-    outcome = training.train_and_register(training_features)
+    outcome = training.train_and_register(training_features, config_files.models(), configured.resources(),
+                                          configured.contract())
 
     for run_id in (parent.info.run_id, child.info.run_id):
         run = client.get_run(run_id)
@@ -71,7 +74,8 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     assert (outcome.version, outcome.alias) == ("2", "champion")
     assert TAG_STATUS_NOTE not in client.get_model_version(REGISTERED_MODEL, "2").tags
     # a second recovery finds nothing left to fix
-    assert training.recover_interrupted_training(connect_tracking()) == []
+    assert training.recover_interrupted_training(connect_tracking(configured.resources().tracking_uri,
+                                                                  configured.resources().home)) == []
 
 
 def test_gpucost_train_with_an_unusable_mlflow_store_fails_in_one_line(gpucost_home: Path, tmp_path: Path) -> None:

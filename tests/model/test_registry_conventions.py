@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 from tasks.model.home_artifacts import resolve_home_uri
 from tasks.model.tracking import REGISTERED_MODEL
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.conftest import FIXTURES
 
 PREDICT_INPUT = FIXTURES / "model_predict_input.csv"
@@ -52,7 +53,8 @@ def retrained_copy(trained_home: tuple[Path, object], training_features: pl.Data
         env.setenv("GPUCOST_HOME", str(copy))
         env.setenv("GPUCOST_CONFIG_DIR", str(small_config_dir))
         env.delenv("MLFLOW_TRACKING_URI", raising=False)
-        outcome = train_and_register(training_features, load_config("models"))
+        outcome = train_and_register(training_features, load_config("models"), configured.resources(),
+                                     configured.contract())
     return original, copy, before, outcome
 
 
@@ -95,7 +97,7 @@ def test_copied_home_is_self_contained(retrained_copy, tmp_path: Path, monkeypat
     from tasks.model.predict import load_champion
 
     monkeypatch.setenv("GPUCOST_HOME", str(copy))
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None and (champion.version, champion.is_fallback) == ("1", False)
     here = champion.predict(pl.read_csv(PREDICT_INPUT, infer_schema=False))
     assert here["unscored_reason"].null_count() == 6  # the fixture's 6 good rows

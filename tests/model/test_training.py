@@ -12,17 +12,19 @@ import polars as pl
 import pytest
 from mlflow.tracking import MlflowClient
 
+from tasks import config_files
 from tasks.config_files import load_config
 from tasks.model.tracking import CHAMPION, EXPERIMENT, REGISTERED_MODEL, TAG_SPEC, connect_tracking
 from tasks.model.training import NotEnoughTelemetryError, train_and_register
-from tasks.settings import PROJECT_ROOT, paths
+from tasks.settings import PROJECT_ROOT
+from tests import configured
 
 
 def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Path, object],
                                                       training_features: pl.DataFrame) -> None:
     home, outcome = in_trained_home
     assert (outcome.version, outcome.alias) == ("1", CHAMPION)
-    client = connect_tracking().client
+    client = connect_tracking(configured.resources().tracking_uri, configured.resources().home).client
     champion = client.get_model_version_by_alias(REGISTERED_MODEL, CHAMPION)
     assert str(champion.version) == "1"
     assert champion.tags[TAG_SPEC]  # what makes it re-scorable
@@ -49,7 +51,7 @@ def test_first_training_registers_a_loadable_champion(in_trained_home: tuple[Pat
 
 def test_each_candidate_run_has_fold_metrics_dataset_plot_and_importance(in_trained_home: tuple[Path, object]) -> None:
     _, outcome = in_trained_home
-    client = connect_tracking().client
+    client = connect_tracking(configured.resources().tracking_uri, configured.resources().home).client
     experiment = client.get_experiment_by_name(EXPERIMENT)
     children = client.search_runs([experiment.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{outcome.run_id}'")
@@ -77,7 +79,8 @@ def test_best_candidate_beats_the_physics_baseline_on_the_same_folds(in_trained_
 
 def test_interval_coverage_is_reported_and_sane(in_trained_home: tuple[Path, object]) -> None:
     _, outcome = in_trained_home
-    run = connect_tracking().client.get_run(outcome.run_id)
+    run = connect_tracking(configured.resources().tracking_uri,
+                           configured.resources().home).client.get_run(outcome.run_id)
     for grouping in ("gpu", "source_group"):
         coverage = run.data.metrics[f"interval_coverage/{grouping}"]
         assert coverage == outcome.coverage[grouping]
@@ -93,7 +96,7 @@ def test_another_candidate_set_with_the_same_winner_registers_nothing(training_f
     from tests.model.conftest import make_config_dir
 
     use_config(small_config_dir)
-    first = train_and_register(training_features, load_config("models"))
+    first = train_and_register(training_features, load_config("models"), configured.resources(), configured.contract())
     # the small set without its lasso: on this file the structured model wins both sets (it beats the
     # constant-MFU baseline on every grouping): same rows, same winning spec, same settings -> the same model
     without_lasso = """
@@ -106,11 +109,11 @@ name = "structured_step_time"
 kind = "structured_step_time"
 """
     use_config(make_config_dir(tmp_path, without_lasso))
-    again = train_and_register(training_features, load_config("models"))
+    again = train_and_register(training_features, load_config("models"), configured.resources(), configured.contract())
     assert first.best == again.best == "structured_step_time"
     assert again.scores["structured_step_time"] == pytest.approx(first.scores["structured_step_time"], rel=1e-12)
     assert (again.registered, again.version, again.alias) == (False, "1", "champion")
-    client = MlflowClient(paths().mlflow_tracking_uri)
+    client = MlflowClient(configured.resources().tracking_uri)
     assert [str(v.version) for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")] == ["1"]
     assert str(client.get_model_version_by_alias(REGISTERED_MODEL, "champion").version) == "1"
 
@@ -121,7 +124,7 @@ def test_a_gpu_added_to_the_reference_files_reaches_the_champion(training_featur
     """Same rows, same spec, but gpu_specs.csv / gpu_aliases.csv gained a GPU (no training row changes): the model
     carries its reference files, so the refit is registered and promoted, and only it knows the new GPU."""
     use_config(baseline_config_dir)
-    first = train_and_register(training_features, load_config("models"))
+    first = train_and_register(training_features, load_config("models"), configured.resources(), configured.contract())
     config = shutil.copytree(baseline_config_dir, tmp_path / "config")
     specs, aliases = tmp_path / "gpu_specs.csv", tmp_path / "gpu_aliases.csv"
     h100 = pl.read_csv(PROJECT_ROOT / "data/reference/gpu_specs.csv", infer_schema=False)
@@ -133,7 +136,7 @@ def test_a_gpu_added_to_the_reference_files_reaches_the_champion(training_featur
     settings = settings.replace('gpu_aliases = "data/reference/gpu_aliases.csv"', f'gpu_aliases = "{aliases}"')
     (config / "settings.toml").write_text(settings, encoding="utf-8")
     use_config(config)
-    refit = train_and_register(training_features, load_config("models"))
+    refit = train_and_register(training_features, load_config("models"), configured.resources(), configured.contract())
     assert (first.version, refit.version, refit.alias) == ("1", "2", "champion")
     assert refit.reason.startswith("promoted as a refit of the champion's own spec with changed reference data")
 
@@ -155,9 +158,11 @@ def test_better_candidate_set_replaces_a_baseline_champion(all_training_features
     # Both bundled files: on the first file alone the structured model loses the leave-one-source-out grouping to
     # the baseline (so the selection rule rightly keeps the baseline); on both it beats it on every grouping.
     use_config(baseline_config_dir)
-    first = train_and_register(all_training_features, load_config("models"))
+    first = train_and_register(all_training_features, load_config("models"), configured.resources(),
+                               configured.contract())
     use_config(small_config_dir)
-    better = train_and_register(all_training_features, load_config("models"))
+    better = train_and_register(all_training_features, load_config("models"), configured.resources(),
+                                configured.contract())
     assert (first.alias, better.alias) == ("champion", "champion")
     assert better.champion_rescored == pytest.approx(first.scores["physics_baseline"], rel=1e-12)
     assert better.reason.startswith("promoted")
@@ -167,12 +172,14 @@ def test_too_little_telemetry_is_a_clear_error(training_features: pl.DataFrame, 
                                                use_config) -> None:
     use_config(small_config_dir)
     with pytest.raises(NotEnoughTelemetryError, match="usable training rows"):
-        train_and_register(training_features.head(5), load_config("models"))
+        train_and_register(training_features.head(5), load_config("models"), configured.resources(),
+                           configured.contract())
 
 
 def test_full_candidate_set_champion_beats_baseline(training_features: pl.DataFrame) -> None:
     """The shipped config/models.toml (every candidate): the only test that trains the full set."""
-    outcome = train_and_register(training_features)
+    outcome = train_and_register(training_features, config_files.models(), configured.resources(),
+                                 configured.contract())
     assert set(outcome.scores) == {c["name"] for c in load_config("models")["candidates"]}
     assert outcome.alias == "champion"
     # the champion is no worse than the constant-MFU baseline on ANY grouping (the selection rule)

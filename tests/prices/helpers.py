@@ -9,7 +9,7 @@ import duckdb
 
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, ingest_price_file
-from tasks.reference import load_reference_tables, read_aliases
+from tests import configured
 
 COUNT_QUERIES = {
     "raw.ingested_files": "select count(*) from raw.ingested_files",
@@ -21,10 +21,10 @@ COUNT_QUERIES = {
 
 
 def ingest(con: duckdb.DuckDBPyConnection, sources: list[PriceSource], at: datetime | None = None) -> list[FileOutcome]:
-    load_reference_tables(con)
-    aliases = read_aliases()
+    configured.load_tables(con)
+    aliases = configured.aliases()
     at = at or datetime.now(UTC)
-    return [ingest_price_file(con, source, aliases, at) for source in sources]
+    return [ingest_price_file(con, source, aliases, at, **configured.price_options()) for source in sources]
 
 
 def source(path: Path, provider: str, fmt: str, **options: object) -> PriceSource:

@@ -16,18 +16,20 @@ from tasks.providers import aws as aws_offer
 from tasks.providers import aws_spot, owned, price_history, skypilot
 from tasks.providers import azure as azure_retail
 from tasks.providers import gcp as gcp_billing
-from tasks.reference import read_aliases
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
 def ctx(provider: str, **options: object) -> AdapterContext:
-    return AdapterContext(provider=provider, ingest_time=NOW, options=dict(options))
+    return AdapterContext(provider=provider, ingest_time=NOW, options=dict(options),
+                          reference_dir=configured.resources().reference,
+                          validation=configured.settings().validation.prices)
 
 
 def normalised(records: pl.DataFrame) -> pl.DataFrame:
-    return normalise(records, read_aliases(), "x", "sha", NOW)
+    return normalise(records, configured.aliases(), "x", "sha", NOW, configured.overrides())
 
 
 # --- AWS offer files -------------------------------------------------------------------------------

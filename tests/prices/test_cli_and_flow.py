@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 from tests.prices.helpers import ingest, source
 
@@ -16,7 +17,7 @@ GPUCOST = Path(sys.executable).with_name("gpucost")
 
 
 def test_sql_warehouse_answers_read_only(gpucost_home: Path) -> None:
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         ingest(
             con, [source(PRICE_SAMPLES / "gcp_billing_catalog_skus_page_excerpt_opencost.json", "gcp", "gcp-billing")]
         )
@@ -65,7 +66,7 @@ def test_cli_ingest_with_provider_and_format(prefect_harness: None, gpucost_home
     # progress per file, then the totals (the markdown summary is the flow's artifact)
     assert re.search(r"ingest prices: file 1 of 1: [\d,]+ rows loaded.*: skypilot_v8_aws_gpu_subset.csv", result.stderr)
     assert "1 file(s): 1 loaded" in result.stdout
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         rows = con.execute(
             "select distinct usd_per_gpu_hour from core.prices_current "
             "where instance_type = 'p5.48xlarge' and region = 'us-east-1' and pricing = 'on_demand'"

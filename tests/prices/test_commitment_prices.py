@@ -15,7 +15,7 @@ from tasks.prices.ingest import normalise
 from tasks.providers import aws as aws_offer
 from tasks.providers import gcp as gcp_billing
 from tasks.providers.azure import NO_SHAPE
-from tasks.reference import read_aliases
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 from tests.prices.helpers import ingest, source
 
@@ -33,8 +33,9 @@ UNKNOWN_GPU = (
 @pytest.fixture(scope="module")
 def aws_terms() -> pl.DataFrame:
     """The bundled offer CSV's Reserved terms, paired as the ingest pairs them, priced by the normalisation."""
-    terms = aws_offer.read_terms(OFFER_CSV, AdapterContext("aws", NOW))
-    return terms.join(normalise(terms, read_aliases(), "offer.csv", "sha", NOW).select(
+    terms = aws_offer.read_terms(OFFER_CSV, AdapterContext("aws", NOW, configured.resources().reference,
+                                                           configured.settings().validation.prices))
+    return terms.join(normalise(terms, configured.aliases(), "offer.csv", "sha", NOW, configured.overrides()).select(
         "source_line", "term_hours", "usd_per_hour"
     ), on="source_line")
 
@@ -211,7 +212,8 @@ def test_gcp_commitment_skus_are_read_as_commitment_parts() -> None:
     ]
     assert commit["price"].to_list() == pytest.approx([4.498983869, 4.498983869])
     # Composed only with A3Plus core and RAM commitment SKUs of the same term, which this file lacks.
-    records = gcp_billing.parse(GCP_SKUS, AdapterContext("gcp", NOW)).records
+    records = gcp_billing.parse(GCP_SKUS, AdapterContext("gcp", NOW, configured.resources().reference,
+                                                         configured.settings().validation.prices)).records
     assert records.filter(pl.col("pricing") == "reserved_3y").height == 0
 
 
@@ -234,8 +236,10 @@ def test_a_composed_gcp_commitment_is_billed_every_hour_of_its_term(tmp_path: Pa
         skus.append(sku)
     path = tmp_path / "skus.json"
     path.write_text(json.dumps(skus))
-    records = gcp_billing.parse(path, AdapterContext("gcp", NOW)).records
-    rows = normalise(records, read_aliases(), "skus.json", "sha", NOW).filter(pl.col("pricing") == "reserved_3y")
+    records = gcp_billing.parse(path, AdapterContext("gcp", NOW, configured.resources().reference,
+                                                     configured.settings().validation.prices)).records
+    rows = normalise(records, configured.aliases(), "skus.json", "sha", NOW,
+                     configured.overrides()).filter(pl.col("pricing") == "reserved_3y")
     hourly = 41.485358952
     assert sorted(rows["region"]) == ["us-central1", "us-west1"]
     for row in rows.iter_rows(named=True):

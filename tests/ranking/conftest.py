@@ -13,7 +13,7 @@ import pytest
 from tasks.config_files import load_config
 from tasks.prices.ingest import PriceSource, ingest_price_file
 from tasks.ranking.config import Ranking
-from tasks.reference import read_aliases
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 
 AWS_SAMPLE = PRICE_SAMPLES / "skypilot_v8_aws_gpu_subset.csv"
@@ -38,7 +38,8 @@ class FixedThroughput:
 
 
 def ingest(con, path, provider: str) -> None:
-    ingest_price_file(con, PriceSource(path, provider, "skypilot"), read_aliases(), datetime(2026, 1, 5, tzinfo=UTC))
+    ingest_price_file(con, PriceSource(path, provider, "skypilot"), configured.aliases(),
+                      datetime(2026, 1, 5, tzinfo=UTC), **configured.price_options())
 
 
 @pytest.fixture

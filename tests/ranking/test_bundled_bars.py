@@ -10,7 +10,9 @@ import duckdb
 import polars as pl
 import pytest
 
+from tasks import config_files
 from tasks.ranking.rank import rank_offers
+from tests import configured
 
 WORKLOAD_70B = "70b-pretrain-200b"
 
@@ -41,11 +43,12 @@ def bundled(night, tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFra
         env.setenv("GPUCOST_CONFIG_DIR", str(night.config))
         # mlflow.set_tracking_uri (any earlier in-process test) also sets MLFLOW_TRACKING_URI for the process
         env.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{home / 'mlflow' / 'mlflow.db'}")
-        recording = Recording(load_champion())
+        recording = Recording(load_champion(configured.resources().tracking_uri, configured.contract()))
         con = connect(home / "warehouse.duckdb")
         try:
             now = datetime.now(UTC)
-            rank_offers(con, recording, now.date(), now)
+            rank_offers(con, recording, now.date(), now, workloads=configured.workloads(),
+                        config=config_files.ranking(), gpu_specs_file=configured.reference().gpu_specs)
         finally:
             con.close()
     with duckdb.connect(str(night.home / "published.duckdb"), read_only=True) as db:

@@ -12,6 +12,7 @@ import pytest
 from tasks.ranking.config import Machines
 from tasks.ranking.rank import rank_offers
 from tasks.ranking.workloads import load_workloads
+from tests import configured
 
 NIGHT = date(2026, 1, 6)
 AT = datetime(2026, 1, 6, 2, 0, tzinfo=UTC)
@@ -40,7 +41,7 @@ class ScalingThroughput:
 def ranked(con, config, **workload) -> tuple[dict[tuple[str, str, str], dict], ScalingThroughput]:
     champion = ScalingThroughput()
     rank_offers(con, champion, NIGHT, AT, workloads=load_workloads({"workloads": [TINY | workload]}, config),
-                config=config)
+                config=config, gpu_specs_file=configured.reference().gpu_specs)
     rel = con.sql("select * from marts.gpu_cost_ranking_history where pricing = 'on_demand' and zone = 'use1-az1'")
     rows = [dict(zip(rel.columns, r, strict=True)) for r in rel.fetchall()]
     return {(r["instance_type"], r["region"], r["cluster_choice"]): r for r in rows}, champion

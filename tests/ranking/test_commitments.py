@@ -16,6 +16,7 @@ import pytest
 from tasks.ranking.config import Ranking
 from tasks.ranking.rank import rank_offers
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tests import configured
 from tests.ranking.conftest import FixedThroughput, pinned_ranking_tables
 
 NIGHT = date(2026, 9, 2)
@@ -76,7 +77,8 @@ def config() -> dict:
 def rank(con, config, token_budget: float, checkpoints_kept: int = 0) -> dict[str, dict]:
     typed = Ranking.model_validate(config)
     workloads = load_workloads({"workloads": [workload(token_budget, checkpoints_kept)]}, typed)
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=typed)
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=typed,
+                gpu_specs_file=configured.reference().gpu_specs)
     rel = con.sql(
         "select * from marts.gpu_cost_ranking_history where publish_date = $night and workload = '70b-run'"
         " and cluster_choice = 'cheapest'",
@@ -140,13 +142,14 @@ def test_1400_hour_run_from_the_ingested_azure_list(con, config):
     # 452, 530: pay-as-you-go 127.816, the 1-year reservation's term price 716,588, Spot 23.620397 USD/h): the
     # figures of test_1400_hour_run_on_8_instances_by_hand above, so adapter and ranking agree end to end.
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import read_aliases
     from tests.conftest import PRICE_SAMPLES
 
-    ingest_price_file(con, PriceSource(PRICE_SAMPLES / SOURCE, "azure", "azure-retail"), read_aliases(), AT)
+    ingest_price_file(con, PriceSource(PRICE_SAMPLES / SOURCE, "azure", "azure-retail"), configured.aliases(), AT,
+                      **configured.price_options())
     spec = workload(RUN_1400H) | {"regions": ["westus"]}
     workloads = load_workloads({"workloads": [spec]}, Ranking.model_validate(config))
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config),
+                gpu_specs_file=configured.reference().gpu_specs)
     rel = con.sql(
         "select pricing, instances, purchase_option, expected_total_usd, break_even_hours, rank_by_cost"
         " from marts.gpu_cost_ranking_history where instance_type = 'Standard_ND96isr_H100_v5'"
@@ -180,7 +183,8 @@ def test_a_long_run_makes_the_reservation_pay(con, config):
     spec = workload(1000 * 64 * 3600 * 7000)
     spec.update(deadline_hours=7000)
     workloads = load_workloads({"workloads": [spec]}, Ranking.model_validate(config))
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config),
+                gpu_specs_file=configured.reference().gpu_specs)
     rel = con.sql(
         "select pricing, expected_total_usd, rank_by_cost, commitment_note from marts.gpu_cost_ranking_history"
         " where cluster_choice = 'cheapest'"
@@ -243,7 +247,6 @@ def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path
     # on g6.xlarge use2-az1: 10 h on 1 L4 at 1000 tokens/s/GPU. 2 checkpoints of 1e9 x (2 + 4 + 8) B = 14 GB:
     # 2 x 14 x 0.08 x 10 / 730 = 0.0306849 USD; on-demand 0.8048 x 10 = 8.048 USD.
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import read_aliases
     from tests.conftest import PRICE_SAMPLES
 
     # A slice of the SkyPilot AWS sample: its header and g6.xlarge in use1-az1 (line 121) and use2-az1 (line 125).
@@ -252,13 +255,14 @@ def test_checkpoint_storage_priced_from_the_aws_offer_file(con, config, tmp_path
     skypilot.write_text("\n".join([lines[0], lines[120], lines[124]]) + "\n")
     offer = PRICE_SAMPLES / "aws_pricelist_ec2_offer_json_excerpt_opencost.json"
     for path, fmt in ((skypilot, "skypilot"), (offer, "aws-offer")):
-        ingest_price_file(con, PriceSource(path, "aws", fmt), read_aliases(), AT)
+        ingest_price_file(con, PriceSource(path, "aws", fmt), configured.aliases(), AT, **configured.price_options())
     config["checkpoints"]["price_list_storage_type"] = {"aws": "gp3"}
     tiny = {"name": "tiny-sft", "workload": "sft", "params_b": 1.0, "n_layers": 16, "d_model": 2048,
             "seq_len": 2048, "precision": "bf16", "optimizer": "adamw", "token_budget": 36_000_000,
             "checkpoints_kept": 2, "max_gpus": 1}  # 1 GPU: storage by the hour favours the biggest cluster
     workloads = load_workloads({"workloads": [tiny]}, Ranking.model_validate(config))
-    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config))
+    rank_offers(con, FixedThroughput(), NIGHT, AT, workloads=workloads, config=Ranking.model_validate(config),
+                gpu_specs_file=configured.reference().gpu_specs)
     rel = con.sql(
         "select zone, checkpoint_gb, storage_usd_per_gb_month, storage_price_source, checkpoint_storage_usd,"
         " expected_total_usd from marts.gpu_cost_ranking_history where instance_type = 'g6.xlarge'"

@@ -8,6 +8,7 @@ import pytest
 
 from tasks.ranking.rank import NO_CHAMPION_REASON, rank_offers
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tests import configured
 from tests.ranking.conftest import FixedThroughput
 
 NIGHT = date(2026, 1, 6)
@@ -46,7 +47,8 @@ def test_on_demand_row_by_hand(aws_prices, ranking_config):
     # g6.xlarge (1 x L4), us-east-1 / use1-az1, on-demand 0.8048 USD/h (sample line 121).
     champion = FixedThroughput(tokens=1000.0, low=800.0, high=1250.0)
     workloads = load_workloads(SMALL, ranking_config)
-    rank_offers(aws_prices, champion, NIGHT, AT, workloads=workloads, config=ranking_config)
+    rank_offers(aws_prices, champion, NIGHT, AT, workloads=workloads, config=ranking_config,
+                gpu_specs_file=configured.reference().gpu_specs)
     row = one(aws_prices, "g6.xlarge", "use1-az1", "on_demand", "tiny-sft")
     assert row["source_line"] == 121 and row["usd_per_hour"] == pytest.approx(0.8048)
     # 1B params x 16 B = 16 GB state; activations 2048 x 1 x 2048 x (2*16 + 34) = 276,824,064 B;
@@ -74,7 +76,8 @@ def test_spot_expected_cost_by_hand(aws_prices, ranking_config):
     # 30/2/60 + 10/60 = 0.25 + 0.16667 = 0.416667 h. 10 h x 1 instance x 0.02 = 0.2 preemptions
     # -> expected 10 + 0.2 x 0.416667 = 10.083333 h -> 0.4011 x 10.083333 = 4.044425 USD.
     workloads = load_workloads(SMALL, ranking_config)
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=workloads, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=workloads, config=ranking_config,
+                gpu_specs_file=configured.reference().gpu_specs)
     row = one(aws_prices, "g6.xlarge", "use1-az1", "spot", "tiny-sft")
     assert row["interruption_rate_per_hour"] == pytest.approx(0.02)
     assert row["expected_interruptions"] == pytest.approx(0.2)
@@ -90,7 +93,8 @@ def test_spot_expected_cost_by_hand(aws_prices, ranking_config):
 
 
 def test_every_row_recomputes_from_its_own_columns(aws_prices, ranking_config):
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config,
+                workloads=configured.workloads(ranking_config), gpu_specs_file=configured.reference().gpu_specs)
     ranked = rows(aws_prices, "not_ranked_reason is null")
     assert ranked
     for r in ranked:
@@ -115,7 +119,8 @@ def test_owned_energy_is_added_to_cost(aws_prices, ranking_config):
         " 1.25, 'USD', now(), 'owned.csv', 2, 'x', now(), 0.15, 1.5)"
     )
     workloads = load_workloads(SMALL, ranking_config)
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=workloads, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=workloads, config=ranking_config,
+                gpu_specs_file=configured.reference().gpu_specs)
     [row] = rows(aws_prices, "provider = 'owned'")
     assert row["hours_to_finish"] == pytest.approx(1.25)
     assert row["energy_kwh"] == pytest.approx(5.4)
@@ -124,7 +129,8 @@ def test_owned_energy_is_added_to_cost(aws_prices, ranking_config):
 
 
 def test_qlora_8b_ranks_24gb_cards_and_70b_pretrain_does_not_fit_them(aws_prices, ranking_config):
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config,
+                workloads=configured.workloads(ranking_config), gpu_specs_file=configured.reference().gpu_specs)
     # 8B QLoRA: 8.03e9 x (0.5 + 0.01 x (2+2+4+8)) = 5.2998e9 B; activations 2048 x 4096 x (2*32+34)
     # = 822,083,584 B; total 6.1219 GB on one GPU <= 21.6 GB usable of an L4 / A10G.
     qlora = one(aws_prices, "g6.xlarge", "use1-az1", "on_demand", "8b-qlora-100m")
@@ -156,12 +162,12 @@ def test_deadline_grows_the_cluster_or_gives_the_reason(aws_prices, ranking_conf
     # with max_gpus 2 the best is 5 h: not ranked, with the reason.
     fast = {"workloads": [dict(SMALL["workloads"][0], deadline_hours=3.0, max_gpus=4)]}
     rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=load_workloads(fast, ranking_config),
-                config=ranking_config)
+                config=ranking_config, gpu_specs_file=configured.reference().gpu_specs)
     row = one(aws_prices, "g6.xlarge", "use1-az1", "on_demand", "tiny-sft")
     assert row["instances"] == 4 and row["hours_to_finish"] == pytest.approx(2.5)
     capped = {"workloads": [dict(SMALL["workloads"][0], deadline_hours=3.0, max_gpus=2)]}
     rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, workloads=load_workloads(capped, ranking_config),
-                config=ranking_config)
+                config=ranking_config, gpu_specs_file=configured.reference().gpu_specs)
     row = one(aws_prices, "g6.xlarge", "use1-az1", "on_demand", "tiny-sft")
     assert row["rank_by_cost"] is None
     assert row["not_ranked_reason"] == "cannot finish within 3.0 h with at most 2 GPUs: fastest is 5 h on 2 GPUs"
@@ -169,7 +175,8 @@ def test_deadline_grows_the_cluster_or_gives_the_reason(aws_prices, ranking_conf
 
 def test_partitioned_and_unknown_gpus_are_kept_with_a_reason(aws_prices, ranking_config):
     aws_prices.execute("delete from core.gpu_specs where gpu = 'T4'")
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config,
+                workloads=configured.workloads(ranking_config), gpu_specs_file=configured.reference().gpu_specs)
     t4 = rows(aws_prices, "gpu = 'T4'")
     assert t4 and all(r["not_ranked_reason"].startswith("no row for GPU T4 in gpu_specs") for r in t4)
     sliced = rows(aws_prices, "gpus_per_instance < 1")
@@ -177,14 +184,17 @@ def test_partitioned_and_unknown_gpus_are_kept_with_a_reason(aws_prices, ranking
 
 
 def test_without_a_champion_every_row_says_why(aws_prices, ranking_config):
-    result = rank_offers(aws_prices, None, NIGHT, AT, config=ranking_config)
+    result = rank_offers(aws_prices, None, NIGHT, AT, config=ranking_config,
+                         workloads=configured.workloads(ranking_config),
+                         gpu_specs_file=configured.reference().gpu_specs)
     assert result.ranked == 0 and result.rows > 0
     reasons = {r["not_ranked_reason"] for r in rows(aws_prices)}
     assert NO_CHAMPION_REASON in reasons
 
 
 def test_ranks_are_per_workload_by_cost_and_by_time(aws_prices, ranking_config):
-    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config)
+    rank_offers(aws_prices, FixedThroughput(), NIGHT, AT, config=ranking_config,
+                workloads=configured.workloads(ranking_config), gpu_specs_file=configured.reference().gpu_specs)
     for workload in ("7b-pretrain-1t", "8b-qlora-100m"):
         ranked = sorted(rows(aws_prices, "workload = $w and rank_by_cost is not null", {"w": workload}),
                         key=lambda r: r["rank_by_cost"])
@@ -212,7 +222,8 @@ def test_a_stale_offer_is_kept_with_a_reason_not_ranked(aws_prices, ranking_conf
     workloads = load_workloads(SMALL, ranking_config)
     fresh, stale = date(2026, 7, 3), date(2026, 7, 5)
     for night in (fresh, stale):
-        rank_offers(aws_prices, champion, night, AT, workloads=workloads, config=ranking_config)
+        rank_offers(aws_prices, champion, night, AT, workloads=workloads, config=ranking_config,
+                    gpu_specs_file=configured.reference().gpu_specs)
     counts = dict(aws_prices.sql(
         "select publish_date, count(*) filter (where not_ranked_reason like 'stale price:%') "
         "from marts.gpu_cost_ranking_history where cluster_choice = 'cheapest' group by 1"

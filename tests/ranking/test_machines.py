@@ -10,10 +10,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from tasks.reference import reference_paths, require_unique_keys
+from tasks.reference import require_unique_keys
+from tests import configured
 from tests.conftest import PRICE_SAMPLES
 
-MACHINES = reference_paths()["instance_machines"]
+MACHINES = configured.reference_files()["instance_machines"]
 KINDS = {"EFA", "InfiniBand", "RoCE", "GPUDirect-TCPX", "GPUDirect-TCPXO", "Ethernet"}
 
 

@@ -13,11 +13,13 @@ import pytest
 import tasks.publishing.parquet as parquet
 from tasks.publishing.database import PUBLISHED_TABLES
 from tasks.publishing.night import publish_night
+from tests import configured
 from tests.ranking.conftest import FixedThroughput
 
 
 def night(con, day: int, target: Path):
-    return publish_night(con, FixedThroughput(), date(2026, 1, day), datetime(2026, 1, day, 2, tzinfo=UTC), target)
+    return publish_night(con, FixedThroughput(), date(2026, 1, day), datetime(2026, 1, day, 2, tzinfo=UTC),
+                         configured.resources(published=target), **configured.night())
 
 
 def canonical(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:

@@ -18,6 +18,7 @@ from tasks.publishing.artifacts import pareto_front
 from tasks.publishing.database import PUBLISHED_TABLES
 from tasks.publishing.night import publish_night
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.ranking.conftest import FixedThroughput
 
 PYTHON = sys.executable
@@ -25,7 +26,8 @@ DUCKDB_CLI = Path(sys.executable).with_name("duckdb")
 
 
 def night(con, day: int, target: Path):
-    return publish_night(con, FixedThroughput(), date(2026, 1, day), datetime(2026, 1, day, 2, tzinfo=UTC), target)
+    return publish_night(con, FixedThroughput(), date(2026, 1, day), datetime(2026, 1, day, 2, tzinfo=UTC),
+                         configured.resources(published=target), **configured.night())
 
 
 def nights_in(path: Path) -> list[date]:
@@ -134,6 +136,7 @@ KILLED = textwrap.dedent(
     from tasks.publishing.night import publish_night
     sys.path.insert(0, sys.argv[3])
     from tests.ranking.conftest import FixedThroughput
+    from tests import configured
 
     real_execute = database.execute
     def execute(con, name, params=None):
@@ -143,7 +146,8 @@ KILLED = textwrap.dedent(
         return real_execute(con, name, params)
     database.execute = execute
     con = connect(Path(sys.argv[1]))
-    publish_night(con, FixedThroughput(), date(2026, 1, 7), datetime(2026, 1, 7, 2, tzinfo=UTC), Path(sys.argv[4]))
+    publish_night(con, FixedThroughput(), date(2026, 1, 7), datetime(2026, 1, 7, 2, tzinfo=UTC),
+                  configured.resources(published=Path(sys.argv[4])), **configured.night())
     """
 )
 

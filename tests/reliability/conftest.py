@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.reliability import driver
 from tests.reliability.helpers import published_checksums, warehouse_checksums
 
@@ -129,7 +130,7 @@ def version_predictions(version: str, features: pl.DataFrame) -> pl.DataFrame:
 def training_result(features: pl.DataFrame) -> TrainingResult:
     from tasks.model.tracking import CHAMPION, REGISTERED_MODEL, TAG_DECISION, TAG_STATUS_NOTE, connect_tracking
 
-    tracking = connect_tracking(create_experiment=False)
+    tracking = connect_tracking(configured.resources().tracking_uri, create_experiment=False)
     client = tracking.client
     # version numbers as text (MLflow gives int or str depending on the call)
     versions = {str(v.version): v.tags or {} for v in client.search_model_versions(f"name = '{REGISTERED_MODEL}'")}
@@ -148,7 +149,7 @@ def training_result(features: pl.DataFrame) -> TrainingResult:
 def champion_predictions(features: pl.DataFrame) -> pl.DataFrame:
     from tasks.model.predict import load_champion
 
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None
     return champion.predict(features).select("run_id", "predicted_tokens_per_sec_per_gpu", "predicted_low",
                                              "predicted_high")
@@ -158,7 +159,7 @@ def training_features() -> pl.DataFrame:
     from tasks.model.training import read_training_features
     from tasks.warehouse import warehouse
 
-    with warehouse(read_only=True) as con:
+    with warehouse(configured.resources().warehouse, read_only=True) as con:
         return read_training_features(con)
 
 

@@ -20,7 +20,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from tasks import config_files
 from tasks.settings import DATA_DIR
+from tests import configured
 
 PRICES = DATA_DIR / "samples" / "prices"
 TELEMETRY = DATA_DIR / "samples" / "telemetry" / "published_benchmarks.csv"
@@ -120,33 +122,32 @@ CHECKPOINTS = {
 
 def ingest_prices(files: tuple[tuple[str, str, str], ...], pause_at: str | None = None) -> list[Any]:
     from tasks.prices.ingest import PriceSource, ingest_price_file
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.warehouse import warehouse
 
     outcomes = []
-    with warehouse() as con:
-        load_reference_tables(con)
-        aliases = read_aliases()
+    with warehouse(configured.resources().warehouse) as con:
+        configured.load_tables(con)
+        aliases = configured.aliases()
         for index, (name, provider, fmt) in enumerate(files, start=1):
             if pause_at == f"price-file-{index}-start":
                 pause(pause_at)
-            outcomes.append(ingest_price_file(con, PriceSource(PRICES / name, provider, fmt), aliases, INGESTED_AT))
+            outcomes.append(ingest_price_file(con, PriceSource(PRICES / name, provider, fmt), aliases, INGESTED_AT,
+                                              **configured.price_options()))
     return outcomes
 
 
 def ingest_telemetry(path: Path, pause_at: str | None = None) -> Any:
     from tasks.features import refresh_feature_table
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
 
-    with warehouse() as con:
-        load_reference_tables(con)
-        outcome = ingest_telemetry_file(con, path, read_aliases(), INGESTED_AT, load_vocabulary())
+    with warehouse(configured.resources().warehouse) as con:
+        configured.load_tables(con)
+        outcome = ingest_telemetry_file(con, path, configured.aliases(), INGESTED_AT,
+                                        **configured.telemetry_options(vocabulary=configured.vocabulary()))
         if pause_at == "telemetry-before-features":
             pause(pause_at)
-        refresh_feature_table(con)
+        refresh_feature_table(con, configured.reference())
     return outcome
 
 
@@ -154,9 +155,9 @@ def train() -> Any:
     from tasks.model.training import read_training_features, train_and_register
     from tasks.warehouse import warehouse
 
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         features = read_training_features(con)
-    return train_and_register(features)
+    return train_and_register(features, config_files.models(), configured.resources(), configured.contract())
 
 
 def publish(night: date) -> Any:
@@ -164,9 +165,10 @@ def publish(night: date) -> Any:
     from tasks.publishing.night import publish_night
     from tasks.warehouse import warehouse
 
-    champion = load_champion()
-    with warehouse() as con:
-        return publish_night(con, champion, night, datetime.combine(night, datetime.min.time(), UTC))
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
+    with warehouse(configured.resources().warehouse) as con:
+        return publish_night(con, champion, night, datetime.combine(night, datetime.min.time(), UTC),
+                             configured.resources(), **configured.night())
 
 
 def run_step(step: str, telemetry_file: Path | None = None, pause_at: str | None = None) -> Any:

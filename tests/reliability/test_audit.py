@@ -13,8 +13,8 @@ import polars as pl
 import pytest
 
 from tasks.prices.ingest import PriceSource, ingest_price_file
-from tasks.reference import read_aliases
 from tasks.settings import REFERENCE_DIR
+from tests import configured
 from tests.reliability import driver
 from tests.reliability.conftest import States
 
@@ -109,8 +109,8 @@ def test_an_unknown_gpu_name_is_quarantined_and_named(con, tmp_path: Path) -> No
     header, first = sample[0], sample[1]
     path = tmp_path / "new_gpu.csv"
     path.write_text(f"{header}\n{first}\n{first.replace(',V100,', ',H300X,')}\n", encoding="utf-8")
-    outcome = ingest_price_file(con, PriceSource(path, "lambda", "skypilot"), read_aliases(),
-                                datetime(2026, 1, 5, tzinfo=UTC))
+    outcome = ingest_price_file(con, PriceSource(path, "lambda", "skypilot"), configured.aliases(),
+                                datetime(2026, 1, 5, tzinfo=UTC), **configured.price_options())
     assert (outcome.rows_loaded, outcome.rows_quarantined) == (1, 1)
     assert "unknown GPU names: H300X" in outcome.notes
     rejected = con.execute("select source_line, failed_check from quarantine.rejected_rows").fetchall()

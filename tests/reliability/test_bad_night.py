@@ -17,6 +17,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tasks import config_files
+from tests import configured
 from tests.reliability.conftest import States
 from tests.reliability.helpers import GPUCOST, assert_one_line, processes_of, whole_file_violations
 
@@ -255,7 +257,6 @@ def with_key(text: str, workload: str, key: str, value: str) -> str:
 def test_every_bad_workload_key_is_named_by_file_workload_and_key(work_home: States, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Checked by the typed model in one process (fast); the command-level cases follow."""
-    from tasks import config_files
     from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 
     text = (work_home.config / "workloads.toml").read_text(encoding="utf-8")
@@ -301,11 +302,12 @@ def test_no_offers_at_all_fails_the_step_and_the_previous_night_stays(work_home:
 
     home = work_home.restore("base")
     before = digest(home / "published.duckdb")
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         con.execute("delete from core.price_observations")
         history = con.sql("select count(*) from marts.gpu_cost_ranking_history").fetchall()
         with pytest.raises(NoOffersError, match="no current price offer"):
-            publish_night(con, None, driver.FIRST_NIGHT, datetime.now(UTC))
+            publish_night(con, None, driver.FIRST_NIGHT, datetime.now(UTC), configured.resources(),
+                          **configured.night())
         assert con.sql("select count(*) from marts.gpu_cost_ranking_history").fetchall() == history
     assert digest(home / "published.duckdb") == before
 
@@ -321,14 +323,16 @@ def test_a_workload_that_loses_every_ranked_row_is_said_loudly(work_home: States
     from tests.reliability import driver
 
     work_home.restore("base")
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     original = (work_home.config / "workloads.toml").read_text(encoding="utf-8")
     env = workloads_config(work_home, tmp_path, with_key(original, "8b-qlora-100m", "providers", '["nowhere"]'))
-    with warehouse() as con:
-        first = publish_night(con, champion, driver.FIRST_NIGHT, datetime.now(UTC))
+    with warehouse(configured.resources().warehouse) as con:
+        first = publish_night(con, champion, driver.FIRST_NIGHT, datetime.now(UTC), configured.resources(),
+                              **configured.night())
         assert first.ranking.warnings == [] and first.ranking.ranked > 0
         monkeypatch.setenv("GPUCOST_CONFIG_DIR", env["GPUCOST_CONFIG_DIR"])
-        second = publish_night(con, champion, driver.NEXT_NIGHT, datetime.now(UTC))
+        second = publish_night(con, champion, driver.NEXT_NIGHT, datetime.now(UTC), configured.resources(),
+                               **configured.night())
         ranked = dict(con.sql("select workload, count(rank_by_cost) from marts.gpu_cost_ranking_history "
                               "where publish_date = $d group by all", params={"d": driver.FIRST_NIGHT}).fetchall())
     assert ranked["8b-qlora-100m"] > 0

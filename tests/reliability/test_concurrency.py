@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from tests import configured
 from tests.reliability.conftest import States
 from tests.reliability.helpers import GPUCOST, PYTHON, checksums, start_child, whole_file_violations
 
@@ -73,7 +74,7 @@ def test_two_runs_at_once_one_is_refused_and_nothing_is_corrupted(prefect_harnes
     with duckdb.connect(str(home / "published.duckdb"), read_only=True) as con:
         nights = con.sql("select distinct publish_date from gpu_cost_ranking").fetchall()
     assert nights == [(datetime.now(UTC).date(),)]
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     # the winner trained baseline + ridge; ridge (no GPU-identity features) loses a CV grouping to the constant-MFU
     # baseline, so the selection rule keeps the baseline champion
     assert champion is not None and champion.candidate == "physics_baseline"

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.reliability import driver
 from tests.reliability.conftest import States, champion_predictions, training_features, training_result
 from tests.reliability.helpers import (
@@ -51,11 +52,12 @@ def test_killed_step_leaves_nothing_half_done_and_rerun_matches(
 
     kill_step_at(states, step, checkpoint, tmp_path)
 
-    with warehouse() as con:  # opens read-write (replaying DuckDB's WAL) and migrates, as the next run does
+    # opens read-write (replaying DuckDB's WAL) and migrates, as the next run does
+    with warehouse(configured.resources().warehouse) as con:
         assert whole_file_violations(con) == []
     assert (home / "published.duckdb").read_bytes() == published_before
     assert published_checksums(home / "published.duckdb") == states.published["base"]
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None and champion.version == "1"
     if step in ("prices", "telemetry"):
         # an ingest cut short never commits half a file; this checkpoint's file is simply not there yet

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.reliability import driver
 from tests.reliability.conftest import States, training_features
 from tests.reliability.helpers import PYTHON, start_child
@@ -90,7 +91,8 @@ def test_unreachable_mlflow_store_fails_training_clearly_and_publish_still_runs(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{blocker}/mlflow/mlflow.db")
     with pytest.raises(OSError, match="not-a-folder"):
         driver.train()
-    assert load_champion() is None  # nothing to load from a store that cannot exist; no exception
+    # nothing to load from a store that cannot exist; no exception
+    assert load_champion(configured.resources().tracking_uri, configured.contract()) is None
     outcome = driver.publish(driver.NEXT_NIGHT)
     # every offer is still published, none ranked, each saying why
     assert outcome.ranking.ranked == 0 and outcome.ranking.rows > 0
@@ -109,16 +111,16 @@ def test_champion_whose_model_files_are_gone_falls_back_to_the_former_champion_a
     home = work_home.restore("base")
     (model_dir,) = {p.parent for p in (home / "mlflow").rglob("MLmodel")}  # version 1's logged model
     # version 2: a copy of version 1's files registered from another folder and promoted to champion
-    client = connect_tracking(create_experiment=False).client
+    client = connect_tracking(configured.resources().tracking_uri, create_experiment=False).client
     copy = shutil.copytree(model_dir, tmp_path / "version-2")
     version_2 = client.create_model_version(REGISTERED_MODEL, source=str(copy))
     client.set_registered_model_alias(REGISTERED_MODEL, CHAMPION, version_2.version)
-    loaded = load_champion()
+    loaded = load_champion(configured.resources().tracking_uri, configured.contract())
     assert loaded is not None and (loaded.version, loaded.alias_version) == ("2", "2") and not loaded.is_fallback
 
     shutil.rmtree(copy)  # version 2's files are gone
     with caplog.at_level(logging.WARNING, logger="gpucost.predict"):
-        fallback = load_champion()
+        fallback = load_champion(configured.resources().tracking_uri, configured.contract())
     # version 1 was champion before (promoted by the base state's training) and still loads: it is used, and
     # predictions say so (model_version is the version that produced them, not the alias's)
     assert fallback is not None and (fallback.version, fallback.alias_version) == ("1", "2")
@@ -131,7 +133,7 @@ def test_champion_whose_model_files_are_gone_falls_back_to_the_former_champion_a
     shutil.rmtree(model_dir)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="gpucost.predict"):
-        assert load_champion() is None
+        assert load_champion(configured.resources().tracking_uri, configured.contract()) is None
     assert "cannot be loaded" in caplog.text and "no earlier version loads either" in caplog.text
     # the CLI says so too, and exits non-zero without a traceback
     result = subprocess.run([str(Path(PYTHON).with_name("gpucost")), "predict", str(driver.TELEMETRY), "-o",

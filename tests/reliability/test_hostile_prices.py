@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import IDENTICAL_DUPLICATE, PriceSource, ingest_price_file
-from tasks.reference import read_aliases
+from tests import configured
 from tests.reliability.helpers import whole_file_violations
 from tests.reliability.hostile import (
     NAMED_PRICES,
@@ -48,7 +48,8 @@ def ingest_bytes(con: duckdb.DuckDBPyConnection, seed: Seed, data: bytes, folder
     # every file name carries SQL: it must be stored as data like any other name
     path = folder / f"{next(NAMES)}{SQL_TEXT}{seed.suffix}"
     path.write_bytes(data)
-    outcome = ingest_price_file(con, PriceSource(path, seed.provider, seed.format, seed.options), read_aliases(), AT)
+    outcome = ingest_price_file(con, PriceSource(path, seed.provider, seed.format, seed.options),
+                                configured.aliases(), AT, **configured.price_options())
     return outcome, path
 
 

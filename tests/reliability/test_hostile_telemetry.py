@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from tasks.ingest.landing import landed_lines
 from tasks.ingest.registry import FileOutcome
-from tasks.reference import read_aliases
 from tasks.telemetry.ingest import ingest_telemetry_file
+from tests import configured
 from tests.conftest import TELEMETRY_SAMPLES
 from tests.reliability.helpers import whole_file_violations
 from tests.reliability.hostile import HOSTILE_JSON, HOSTILE_TEXT, SQL_TEXT
@@ -52,7 +52,7 @@ def encode(frame: pl.DataFrame, suffix: str) -> bytes:
 def ingest_bytes(con: duckdb.DuckDBPyConnection, data: bytes, suffix: str, folder: Path) -> tuple[FileOutcome, Path]:
     path = folder / f"{next(NAMES)}{SQL_TEXT}{suffix}"
     path.write_bytes(data)
-    return ingest_telemetry_file(con, path, read_aliases(), AT), path
+    return ingest_telemetry_file(con, path, configured.aliases(), AT, **configured.telemetry_options()), path
 
 
 def check(con: duckdb.DuckDBPyConnection, outcome: FileOutcome, path: Path) -> None:

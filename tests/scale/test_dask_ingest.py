@@ -18,6 +18,8 @@ import duckdb
 import psutil
 import pytest
 
+from tasks import config_files
+from tests import configured
 from tests.conftest import PRICE_SAMPLES, TELEMETRY_SAMPLES
 
 INGESTED_AT = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
@@ -31,7 +33,6 @@ def batch(folder: Path) -> tuple[list[object], list[Path]]:
     AWS offer CSV sample (on-demand, reserved terms and storage volume prices), the two
     telemetry files; plus faults: a file that is no SkyPilot catalog, a missing file, and the SkyPilot AWS
     catalog again under another name (same bytes: 'already ingested' when its turn comes)."""
-    from tasks import config_files
     from tasks.prices.ingest import PriceSource
     from tasks.sources import configured_price_sources
 
@@ -103,18 +104,20 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     from tasks.features import refresh_feature_table
     from tasks.ingest.lifecycle import FileSource, ingest_file
     from tasks.prices.ingest import PriceDataset
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import TelemetryDataset
     from tasks.warehouse import connect
 
     work = tmp_path_factory.mktemp("dask-ingest")
     prices, telemetry = batch(work / "inputs")
     con = connect(work / "sequential.duckdb")
-    load_reference_tables(con)
-    aliases = read_aliases()
-    outcomes = [ingest_file(con, PriceDataset(aliases), source, INGESTED_AT) for source in prices]
-    outcomes += [ingest_file(con, TelemetryDataset(aliases), FileSource(path), INGESTED_AT) for path in telemetry]
-    refresh_feature_table(con)  # as the telemetry flow does
+    configured.load_tables(con)
+    aliases = configured.aliases()
+    price_dataset = PriceDataset(aliases, configured.settings().validation.prices, configured.resources().reference)
+    telemetry_dataset = TelemetryDataset(aliases, configured.vocabulary(), config_files.telemetry().validation)
+    outcomes = [ingest_file(con, price_dataset, source, INGESTED_AT, configured.limits()) for source in prices]
+    outcomes += [ingest_file(con, telemetry_dataset, FileSource(path), INGESTED_AT, configured.limits())
+                 for path in telemetry]
+    refresh_feature_table(con, configured.reference())  # as the telemetry flow does
     result = Reference(prices, telemetry, summary(outcomes), table_checksums(con),
                        table_checksums(con, (INGESTED_AT,)))
     con.close()
@@ -128,27 +131,27 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
     apply_staged in order, against ingest_file one file at a time at the same ingest time: identical tables.
     Then the same batch again: nothing staged or stored twice."""
     from tasks.features import refresh_feature_table
-    from tasks.ingest.config import ingest_settings
     from tasks.ingest.lifecycle import FileSource, apply_staged, stage_file, stage_jobs
     from tasks.prices.ingest import PriceDataset
-    from tasks.reference import load_reference_tables, read_aliases, reference_paths
     from tasks.telemetry.ingest import TelemetryDataset
     from tasks.warehouse import connect
 
-    aliases = read_aliases()
-    datasets = [(PriceDataset(aliases), reference.prices),
-                (TelemetryDataset(aliases), [FileSource(p) for p in reference.telemetry])]
+    aliases = configured.aliases()
+    datasets = [(PriceDataset(aliases, configured.settings().validation.prices, configured.resources().reference),
+                 reference.prices),
+                (TelemetryDataset(aliases, configured.vocabulary(), config_files.telemetry().validation),
+                 [FileSource(p) for p in reference.telemetry])]
     con = connect(tmp_path / "staged.duckdb")
-    load_reference_tables(con)
+    configured.load_tables(con)
 
     def ingest_batch() -> list[object]:
         outcomes = []
         for dataset, files in datasets:
-            jobs = stage_jobs(con, dataset, files, INGESTED_AT, tmp_path / "work", reference_paths(),
-                              ingest_settings().memory_limit)
+            jobs = stage_jobs(con, dataset, files, INGESTED_AT, tmp_path / "work", configured.reference_files(),
+                              configured.settings().ingest.memory_limit)
             staged = [stage_file(job) for job in jobs]  # all staged before the first is stored
-            outcomes += [apply_staged(con, dataset, s, INGESTED_AT) for s in staged]
-        refresh_feature_table(con)
+            outcomes += [apply_staged(con, dataset, s, INGESTED_AT, configured.limits()) for s in staged]
+        refresh_feature_table(con, configured.reference())
         return outcomes
 
     outcomes = ingest_batch()

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from tasks.model.tracking import CHAMPION, EXPERIMENT, REGISTERED_MODEL
 from tasks.settings import PROJECT_ROOT
+from tests import configured
 from tests.conftest import FIXTURES
 from tests.ranking.conftest import AWS_SAMPLE, ingest
 from tests.scale.processes import log_tail
@@ -48,7 +49,8 @@ def test_train_promote_predict_publish_against_the_server(
     monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(baseline_config_dir))
 
     # train: the first registered version of a fresh registry becomes champion
-    outcome = train_and_register(training_features, load_config("models"))
+    outcome = train_and_register(training_features, load_config("models"), configured.resources(),
+                                 configured.contract())
     assert (outcome.version, outcome.alias) == ("1", CHAMPION)
     # ... and PostgreSQL holds it (MLflow's own tables), the artifact root holds the model files
     assert registry_rows(postgres, mlflow_server.database, "champion_alias.sql") == [(REGISTERED_MODEL, CHAMPION, 1)]
@@ -56,7 +58,7 @@ def test_train_promote_predict_publish_against_the_server(
     assert not (gpucost_home / "mlflow").exists(), "nothing may be written to the local store"
 
     # the champion loads through the server (artifacts proxied by it) and `gpucost predict` uses it
-    champion = load_champion()
+    champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None and champion.version == "1"
     from gpucost.cli import app
 
@@ -72,7 +74,8 @@ def test_train_promote_predict_publish_against_the_server(
     # publish: the ranking uses the server's champion, model_versions lists the server's registry
     ingest(con, AWS_SAMPLE, "aws")
     night = date(2026, 1, 6)
-    outcome = publish_night(con, champion, night, datetime(2026, 1, 6, 2, tzinfo=UTC))
+    outcome = publish_night(con, champion, night, datetime(2026, 1, 6, 2, tzinfo=UTC), configured.resources(),
+                            **configured.night())
     with duckdb.connect(str(outcome.published.path), read_only=True) as published:
         versions = published.sql("select version, aliases, is_champion from model_versions").fetchall()
         used = published.sql("select distinct model_version from gpu_cost_ranking where model_version is not null"

@@ -13,6 +13,9 @@ import mlflow  # noqa: F401 - imported before the start signal
 import polars as pl
 import sklearn  # noqa: F401
 
+from tasks import config_files
+from tests import configured
+
 
 def main() -> None:
     features, go = pl.read_parquet(sys.argv[1]), Path(sys.argv[2])
@@ -24,7 +27,7 @@ def main() -> None:
     # the training module is imported now, as a `gpucost train` started at this moment would import it
     from tasks.model.training import train_and_register
 
-    outcome = train_and_register(features)
+    outcome = train_and_register(features, config_files.models(), configured.resources(), configured.contract())
     print(f"registered {outcome.version} {outcome.alias}", flush=True)
 
 

@@ -9,8 +9,8 @@ import duckdb
 import polars as pl
 
 from tasks.ingest.registry import FileOutcome
-from tasks.reference import read_aliases
 from tasks.telemetry.ingest import ingest_telemetry_file
+from tests import configured
 from tests.conftest import TELEMETRY_SAMPLES
 
 SAMPLE = TELEMETRY_SAMPLES / "published_benchmarks.csv"
@@ -23,7 +23,8 @@ def sample_rows(*run_ids: str) -> pl.DataFrame:
 
 
 def ingest(con: duckdb.DuckDBPyConnection, path: Path, at: datetime | None = None) -> FileOutcome:
-    return ingest_telemetry_file(con, path, read_aliases(), at or datetime.now(UTC))
+    return ingest_telemetry_file(con, path, configured.aliases(), at or datetime.now(UTC),
+                                 **configured.telemetry_options())
 
 
 def current_runs(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from tasks.warehouse import warehouse
+from tests import configured
 from tests.telemetry.helpers import SAMPLE
 
 
@@ -22,5 +23,5 @@ def test_flow_ingests_files_and_rebuilds_the_feature_table(prefect_harness, tmp_
     assert outcomes[0].error == "missing required column 'precision'"
     # 336 sample rows - 10 OLMo rows without num_gpus (see test_sample_features)
     assert (outcomes[1].rows_loaded, outcomes[1].rows_quarantined) == (326, 10)
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         assert con.sql("select count(*) from features.training_runs").fetchall()[0][0] == 326

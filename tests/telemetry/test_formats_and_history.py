@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from tasks.ingest.landing import landed_lines
-from tasks.reference import load_reference_tables
 from tasks.warehouse import connect
+from tests import configured
 from tests.telemetry.helpers import SAMPLE, current_runs, ingest, rejected, sample_rows
 
 # A slice covering the sample's quirks: llm-foundry rows (lines 2-6), Megatron 2021 rows with
@@ -28,7 +28,7 @@ def _slice() -> pl.DataFrame:
 def _warehouse_rows(path: Path, home: Path) -> tuple[pl.DataFrame, list[str]]:
     con = connect(home / "warehouse.duckdb")
     try:
-        load_reference_tables(con)
+        configured.load_tables(con)
         ingest(con, path)
         return current_runs(con).drop(PROVENANCE), rejected(con)["failed_check"].to_list()
     finally:

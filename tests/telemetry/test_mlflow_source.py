@@ -15,7 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tasks import config_files
 from tasks.telemetry.mlflow_source import MlflowSource
+from tests import configured
 
 T0 = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)  # ms: all runs are placed on a fixed clock
 DAY = 86_400_000
@@ -110,9 +112,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
     """Log the runs, ingest (1st), log a new run and ingest (2nd), resume a run and ingest (3rd)."""
     from mlflow.tracking import MlflowClient
 
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.mlflow_ingest import ingest_mlflow_source
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
 
     root = tmp_path_factory.mktemp("mlflow-telemetry")
@@ -173,9 +173,10 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Scenario:
 
     def ingest_all(at: datetime) -> list:
         with warehouse(path) as con:
-            load_reference_tables(con)
-            aliases, vocabulary = read_aliases(), load_vocabulary()
-            return [o for s in sources for o in ingest_mlflow_source(con, s, aliases, at, vocabulary)]
+            configured.load_tables(con)
+            aliases, vocabulary = configured.aliases(), configured.vocabulary()
+            return [o for s in sources for o in ingest_mlflow_source(con, s, aliases, at,
+                                                                     **configured.mlflow_options(vocabulary=vocabulary))]
 
     first = ingest_all(datetime(2026, 1, 2, tzinfo=UTC))
     # a new Composer run that ended a day later: the second ingest reads only it
@@ -261,7 +262,7 @@ def test_reader_alone_gives_contract_rows_with_a_source_reference(scenario: Scen
     experiment, one contract-shaped text row per readable run, problems beside them."""
     from tasks.telemetry.mlflow_source import SOURCE_REF, read_mlflow_runs
 
-    frame, records, listed = read_mlflow_runs(scenario.uri, ("team-hf",), "hf_trainer")
+    frame, records, listed = read_mlflow_runs(scenario.uri, ("team-hf",), "hf_trainer", config_files.mlflow_telemetry())
     assert frame[SOURCE_REF].to_list() == [f"mlflow:{scenario.runs['hf']}"]
     assert frame["tokens_per_sec_per_gpu"].to_list() == ["4096"] and frame["avg_power_w"].to_list() == ["620"]
     assert [r.problem for r in records if r.problem] == ["missing mapped field gpu (tags.gpu)"]
@@ -321,9 +322,7 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     from tasks.model.predict import load_champion
     from tasks.model.training import read_training_features, train_and_register
     from tasks.publishing.night import publish_night
-    from tasks.reference import load_reference_tables, read_aliases
     from tasks.telemetry.ingest import ingest_telemetry_file
-    from tasks.telemetry.normalise import load_vocabulary
     from tasks.warehouse import warehouse
     from tests.conftest import TELEMETRY_SAMPLES
     from tests.model.conftest import BASELINE_ONLY, make_config_dir
@@ -334,20 +333,22 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     shutil.copy(scenario.warehouse, path)
     store = f"sqlite:///{tmp_path / 'model-store.db'}"
     with warehouse(path) as con:
-        load_reference_tables(con)
-        ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", read_aliases(),
-                              datetime(2026, 1, 5, tzinfo=UTC), load_vocabulary())
+        configured.load_tables(con)
+        ingest_telemetry_file(con, TELEMETRY_SAMPLES / "published_benchmarks.csv", configured.aliases(),
+                              datetime(2026, 1, 5,
+                                       tzinfo=UTC), **configured.telemetry_options(vocabulary=configured.vocabulary()))
         ingest(con, AWS_SAMPLE, "aws")
         ingest(con, LAMBDA_SAMPLE, "lambda")
-        refresh_feature_table(con)
+        refresh_feature_table(con, configured.reference())
         features = read_training_features(con)
         mlflow_rows = features.filter(features["run_id"].is_in(list(scenario.runs.values())))
         assert mlflow_rows.height == 6  # hf, composer, composer_new, lightning, nemo, torchtitan
-        train_and_register(features, load_config("models"), tracking_uri=store)
-        champion = load_champion(store)
+        train_and_register(features, load_config("models"), configured.resources(tracking_uri=store),
+                           configured.contract())
+        champion = load_champion(store, configured.contract())
         assert champion is not None
         publish_night(con, champion, date(2026, 1, 5), datetime(2026, 1, 5, tzinfo=UTC),
-                      target=tmp_path / "published.duckdb", tracking_uri=store)
+                      configured.resources(published=tmp_path / "published.duckdb"), **configured.night())
         expected = dict(con.execute("select gpu, count(*) from core.telemetry_runs group by gpu").fetchall())
         from_mlflow = dict(con.execute("select gpu, count(*) from core.telemetry_runs where source_file like "
                                        "'mlflow:%' group by gpu").fetchall())
@@ -403,7 +404,7 @@ def test_flow_reads_configured_mlflow_sources_and_survives_an_unknown_experiment
         (f"mlflow:{scenario.uri}#no-such-experiment", "quarantined"),
     ]
     assert outcomes[1].error == "cannot read MLflow runs: no MLflow experiment named 'no-such-experiment'"
-    with warehouse() as con:
+    with warehouse(configured.resources().warehouse) as con:
         assert con.sql("select count(*) from features.training_runs").fetchall() == [(1,)]
         assert con.sql("select error from quarantine.rejected_files").fetchall() == [(outcomes[1].error,)]
 

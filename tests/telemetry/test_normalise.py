@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tasks.reference import read_aliases
-from tasks.telemetry.normalise import load_vocabulary, normalise_runs, unknown_spellings
+from tasks.telemetry.normalise import normalise_runs, unknown_spellings
+from tests import configured
 
 
 def test_precision_spellings_map_to_family_and_recipe() -> None:
@@ -15,7 +15,7 @@ def test_precision_spellings_map_to_family_and_recipe() -> None:
                  "nvfp4", "fp8-cs", "fp8-linear(rowwise)", "fp8-linear(tensorwise)",
                  "fp8-blockwise(1x128 activations, 128x128 weights)", "fp8", "fp8-linear(rowwise, fsdp)"]
     frame = pl.DataFrame({"precision": spellings})
-    result = normalise_runs(frame, read_aliases())
+    result = normalise_runs(frame, configured.aliases(), configured.vocabulary())
     # config/telemetry.toml [precision]: the family is the linear matmuls' peak; "fp16/bf16 mixed" -> bf16
     # (equal fp16/bf16 peaks); an unlisted spelling stays unknown (null). [precision_prefix] catches the
     # free detail in parentheses ("fp8-blockwise(...)", "fp8-linear(rowwise, ...)").
@@ -38,7 +38,7 @@ def test_activation_checkpointing_categories_workloads_and_defaults() -> None:
         "params_b": ["7"] * 14,
         "active_params_b": [None, "1.5"] + [None] * 12,
     })
-    result = normalise_runs(frame, read_aliases())
+    result = normalise_runs(frame, configured.aliases(), configured.vocabulary())
     # config/telemetry.toml [activation_checkpointing]: True/False -> full/none, selective spellings -> selective
     assert result["activation_checkpointing"].to_list() == [
         "full", "none", "full", "full", "none", "full", None, None,
@@ -76,12 +76,12 @@ def test_a_wrong_family_or_recipe_in_the_config_is_refused(tmp_path, monkeypatch
                                              '"fp8-cs" = { family = "fp8", recipe = "sometimes" }'))
     monkeypatch.setenv("GPUCOST_CONFIG_DIR", str(tmp_path))
     with pytest.raises(ValueError, match="fp8-cs"):
-        load_vocabulary()
+        configured.vocabulary()
 
 
 def test_gpu_names_resolve_exactly_through_the_alias_table() -> None:
     frame = pl.DataFrame({"gpu": ["H100", "H100-SXM", "A100", "a100-80gb", "h100", "RTX6000", "rtx6000"]})
-    result = normalise_runs(frame, read_aliases())
+    result = normalise_runs(frame, configured.aliases(), configured.vocabulary())
     # data/reference/gpu_aliases.csv: H100 -> H100-SXM, A100 -> A100-40GB, a100-80gb -> A100-80GB,
     # RTX6000 (Lambda, Turing) and rtx6000 (GCP G4, Blackwell) differ; 'h100' is no alias.
     assert result["gpu"].to_list() == [
@@ -92,7 +92,7 @@ def test_gpu_names_resolve_exactly_through_the_alias_table() -> None:
 def test_throughput_from_tokens_processed_and_wall_seconds() -> None:
     frame = pl.DataFrame({"num_gpus": ["8", "4"], "tokens_processed": ["1440000000", None],
                           "wall_seconds": ["3600", None], "tokens_per_sec_per_gpu": [None, "2500"]})
-    result = normalise_runs(frame, read_aliases())
+    result = normalise_runs(frame, configured.aliases(), configured.vocabulary())
     # 1.44e9 tokens / 3600 s / 8 GPUs = 50,000 tokens/s per GPU; a given figure is kept as is
     assert result["tokens_per_sec_per_gpu"].to_list() == [50_000.0, 2500.0]
 
@@ -100,7 +100,7 @@ def test_throughput_from_tokens_processed_and_wall_seconds() -> None:
 def test_prediction_input_without_throughput_columns() -> None:
     frame = pl.DataFrame({"offer": ["a"], "gpu": ["H100"], "num_gpus": [8], "params_b": [7.0],
                           "seq_len": [4096], "precision": ["bf16"]})
-    result = normalise_runs(frame, read_aliases())
+    result = normalise_runs(frame, configured.aliases(), configured.vocabulary())
     assert result["offer"].to_list() == ["a"]  # columns outside the contract pass through
     assert result["tokens_per_sec_per_gpu"].to_list() == [None]
     assert result["num_gpus"].to_list() == [8]

@@ -8,16 +8,16 @@ import pytest
 
 from tasks.features import build_features, refresh_feature_table
 from tasks.ingest.landing import landed_lines
-from tasks.reference import read_aliases
 from tasks.telemetry.contract import FEATURE_COLUMNS
 from tasks.telemetry.normalise import normalise_runs
+from tests import configured
 from tests.telemetry.helpers import SAMPLE, ingest, rejected
 
 
 @pytest.fixture
 def sample_features(con) -> pl.DataFrame:
     ingest(con, SAMPLE)
-    refresh_feature_table(con)
+    refresh_feature_table(con, configured.reference())
     return con.sql("select * from features.training_runs").pl()
 
 
@@ -121,13 +121,12 @@ def test_unknown_model_shape_has_no_attention_term(sample_features) -> None:
 
 
 def test_build_features_on_prediction_input_without_throughput(con) -> None:
-    runs = normalise_runs(
-        pl.DataFrame({"run_id": ["w1", "w2"], "gpu": ["A100-80GB", "H100"], "num_gpus": [8, 16],
+    runs = normalise_runs(pl.DataFrame({"run_id": ["w1", "w2"], "gpu": ["A100-80GB", "H100"], "num_gpus": [8, 16],
                       "model_name": ["MPT-7b", "unknown"], "params_b": [6.7, 7.0], "seq_len": [2048, 4096],
                       "precision": ["bf16", "fp8"], "workload": ["pretrain", "qlora"]}),
-        read_aliases(),
-    )
-    features = build_features(con, runs)
+                          configured.aliases(), configured.vocabulary())
+    features = build_features(con, runs, str(configured.reference().path("model_shapes")),
+                              str(configured.reference().path("matmul_ceilings")))
     assert features.columns == list(FEATURE_COLUMNS)
     assert features["run_id"].to_list() == ["w1", "w2"]  # input order kept
     assert features["tokens_per_sec_per_gpu"].to_list() == [None, None]
