@@ -125,7 +125,8 @@ class Dataset(ABC):
     @abstractmethod
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         """Read the file and create `staging_file_records` (every record as read: _row_id, source_line,
-        raw_values; a table, or a view over the file as read that computes them where they are read) and
+        raw_values as JSON text or a STRUCT, cast to JSON where a rejected row is quarantined; a table, or a view
+        over the file as read that computes them where they are read) and
         `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the suite's columns
         and what `store` needs; the wide raw record stays in file_records, joined only where it is stored).
         Raise FileError for a file that cannot be ingested."""
