@@ -30,13 +30,15 @@ def ingest(runner: str, workers: int, home: str, prefect_home: str, prices: list
     os.environ["GPUCOST_INGEST_RUNNER"] = runner
     os.environ["GPUCOST_INGEST_WORKERS"] = str(workers)
     fresh_home(Path(home))
-    import flows  # noqa: F401, I001 - configures Prefect's environment before prefect is imported
+    from tasks.settings import configure_prefect_environment
+
+    configure_prefect_environment()  # before prefect is imported: it reads its settings once
     from prefect import flow
 
     from flows.ingest_prices import ingest_prices
     from flows.ingest_telemetry import ingest_telemetry
-    from tasks.prices.ingest import PriceSource
     from tasks import config_files
+    from tasks.prices.ingest import PriceSource
     from tasks.sources import configured_price_sources, configured_telemetry_paths
 
     @flow(name="bench-noop")

@@ -87,7 +87,9 @@ def run_nightly(home: str, prefect_home: str, fresh_prefect: bool, plain_home: s
     os.environ["PREFECT_SERVER_EPHEMERAL_ENABLED"] = "true"
     fresh_home(Path(home))
     with timed() as imports:
-        import flows  # noqa: F401, I001 - configures Prefect's environment before prefect is imported
+        from tasks.settings import configure_prefect_environment
+
+        configure_prefect_environment()  # before prefect is imported: it reads its settings once
         from prefect import flow
 
         from flows.nightly import nightly

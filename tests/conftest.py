@@ -19,8 +19,11 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_ENABLED", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-from tasks.settings import DATA_DIR  # noqa: E402
+from tasks.settings import DATA_DIR, configure_prefect_environment  # noqa: E402
 from tests import configured  # noqa: E402
+
+# the rest of Prefect's environment, as every entry point sets it (its start-up timeout on a loaded machine)
+configure_prefect_environment()
 
 SAMPLES = DATA_DIR / "samples"
 PRICE_SAMPLES = SAMPLES / "prices"

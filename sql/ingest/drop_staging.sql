@@ -1,6 +1,10 @@
 -- The staged tables and views of the file just ingested (they live only inside its transaction);
 -- staging_file_records itself is dropped first, as the table or view it is (tasks/ingest/lifecycle.py).
 drop table if exists staging_file_rows;
+drop table if exists staging_price_rows;
+drop table if exists staging_price_moves;
+drop table if exists staging_gpu_medians;
+drop table if exists staging_price_classes;
 drop table if exists staging_suite_failures;
 drop table if exists staging_suite_check_rows;
 drop table if exists staging_part_check_rows;

@@ -1,4 +1,5 @@
--- The staged rows of one file that failed a check, with the record as read (staging_file_records, by row key).
+-- The staged rows of one file that failed a check, with the record as read (staging_file_records, by row key;
+-- its raw_values are JSON text, or a STRUCT cast to JSON here, for these rows only).
 insert into quarantine.rejected_rows
 (dataset, source_file, source_line, failed_check, raw_values, content_sha256, quarantined_at)
 select

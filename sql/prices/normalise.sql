@@ -5,11 +5,16 @@
 -- (data/reference/gpu_instance_overrides.csv: the first matching pattern, whole name, wins).
 -- Relations (registered by tasks/prices/ingest.py): `file_records` (the adapter's columns, row key _row_id),
 -- `price_aliases` (alias, gpu), `instance_overrides` (override_order, provider, instance_type_pattern, gpu,
--- gpu_count). Parameters: $source_file, $sha, $ingested_at.
--- The result is the file's staged rows (the rows the prices suite validates), in no particular order.
+-- gpu_count). Parameter: $ingested_at (dates an observation the file does not date).
+-- The result is the file's staged rows (the rows the prices suite validates), in no particular order. The file's
+-- identity (source file, content hash, ingest time), the same on every row, is added where rows are stored
+-- (sql/prices/insert_observations.sql), not carried by every staged row (at 10^6 catalog rows, 1.9 M rows of about
+-- 130 bytes: a third of the staged table, which then spilled past the ingest's memory cap).
 create or replace temp table staging_file_rows as
-with records as (
-    select * exclude (raw_values) from file_records  -- the record as read stays in file_records
+with records as not materialized (
+    -- the record as read stays in file_records; read where it is used (materialised, the 1.9 M records of a 10^6-row
+    -- catalog were stored once more for the two uses below, and spilled)
+    select * exclude (raw_values) from file_records
 ),
 
 offers as (
@@ -85,11 +90,11 @@ final as (
         record_kind,              -- null = instance price; storage
         storage_type,             -- storage: volume name, e.g. gp3
         usd_per_gb_month,         -- storage: USD per GB-month
-        $source_file as source_file,
         source_line,
-        $sha as content_sha256,
-        $ingested_at::timestamptz as ingested_at,   -- UTC
-        rejected_reason
+        rejected_reason,
+        -- how far the observation is dated after the ingest (hours; negative = in the past): the file alone decides it
+        epoch(coalesce(observed_at, $ingested_at::timestamptz) - $ingested_at::timestamptz) / 3600.0
+            as observed_hours_ahead
     from priced
 )
 

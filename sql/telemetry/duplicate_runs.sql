@@ -2,7 +2,8 @@
 -- rejected with the lines of the group) or identical (the first by line is kept, the others skipped).
 -- The run_ids that repeat are found first (a count per run_id); only their rows are compared and ranked.
 create or replace temp table staging_run_duplicates as
-with keyed as (
+with keyed as not materialized (
+    -- read where used (materialised, every record's text was stored once more for the count below)
     select _row_id, run_id, record_text, source_line
     from staging_normalised_runs
     where run_id is not null

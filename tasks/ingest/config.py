@@ -28,7 +28,7 @@ class IngestRunner(Strict):
 
 
 class IngestSettings(Strict):
-    memory_limit: str = "400MB"
+    memory_limit: str = "600MB"
     temp_directory: str = "duckdb_spill"
     # landed files no current row refers to are removed this many days after their ingest; None: all kept
     landing_retention_days: Annotated[int, Field(ge=0)] | None = None

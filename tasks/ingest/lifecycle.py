@@ -117,7 +117,8 @@ class Dataset(ABC):
     @abstractmethod
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         """Read the file and create `staging_file_records` (every record as read: _row_id, source_line,
-        raw_values; a table, or a view over the file as read that computes them where they are read) and
+        raw_values as JSON text or a STRUCT, cast to JSON where a rejected row is quarantined; a table, or a view
+        over the file as read that computes them where they are read) and
         `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the suite's columns
         and what `store` needs; the wide raw record stays in file_records, joined only where it is stored).
         Raise FileError for a file that cannot be ingested."""
@@ -302,10 +303,14 @@ def _finish(
 
 
 def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop what staging made: staging_file_records first, as the table or view the reader made it (its view
-    reads the staged tables dropped after it), then every other staged table and view."""
-    records_view = query(con, "ingest/staging_records_are_a_view").fetchall()[0][0]
-    execute(con, "ingest/drop_staging_records_view" if records_view else "ingest/drop_staging_records_table")
+    """Drop what staging made: staging_file_records and staging_file_rows first, as the table or view the dataset
+    made each (a view reads staged tables dropped after it), then every other staged table and view."""
+    if query(con, "ingest/staging_is_a_view", {"name": "staging_file_records"}).fetchall()[0][0]:
+        execute(con, "ingest/drop_staging_records_view")
+    else:
+        execute(con, "ingest/drop_staging_records_table")
+    if query(con, "ingest/staging_is_a_view", {"name": "staging_file_rows"}).fetchall()[0][0]:
+        execute(con, "ingest/drop_staging_rows_view")
     execute(con, "ingest/drop_staging")
 
 

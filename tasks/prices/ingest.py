@@ -45,7 +45,7 @@ class PriceDataset(Dataset):
     # the price move and the plausibility (sql/prices/plausibility.sql) are measured against the observations
     # stored so far: the writer's part
     history_columns = frozenset({"previous_usd_per_hour", "price_move_factor", "gpu_price_factor", "vs_class_floor",
-                                 "vs_class_ceiling", "observed_hours_ahead"})
+                                 "vs_class_ceiling"})
 
     def __init__(
         self, aliases: pl.DataFrame, validation: PriceValidation, reference_dir: Path,
@@ -94,9 +94,9 @@ class PriceDataset(Dataset):
         plausible each price is against its GPU's median and class bounds, and its date
         (sql/prices/plausibility.sql)."""
         execute(con, "prices/price_move_factor")
-        execute(con, "prices/stage_rows")
         with registered(con, "price_gpu_classes", gpu_class_bounds(self.validation).to_arrow()):
             execute(con, "prices/plausibility")
+        execute(con, "prices/checked_rows")
 
     def file_error(self, file: FileContext, error: BaseException) -> str:
         path = Path(file.source.path)
@@ -111,8 +111,8 @@ class PriceDataset(Dataset):
         return [f"unknown GPU names: {', '.join(unknown)}"] if unknown else []
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "prices/insert_observations")
-        execute(con, "prices/insert_storage_prices")
+        execute(con, "prices/insert_observations", _identity_params(file))
+        execute(con, "prices/insert_storage_prices", _identity_params(file))
         return []
 
 
@@ -137,6 +137,11 @@ def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
 
 
 def _normalise_params(file: FileContext) -> dict[str, Any]:
+    return {"ingested_at": file.ingested_at}
+
+
+def _identity_params(file: FileContext) -> dict[str, Any]:
+    """The file's identity, the same on every stored row (added where rows are stored, not staged)."""
     return {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
 
 
@@ -176,7 +181,8 @@ def normalise(
         ):
             execute(con, "prices/normalise", _normalise_params(file))
             rows: pl.DataFrame = con.table("staging_file_rows").order(ROW_KEY).pl()
-            return rows
+        return rows.with_columns(source_file=pl.lit(source_file), content_sha256=pl.lit(sha256),
+                                 ingested_at=pl.lit(ingested_at).cast(pl.Datetime("us", "UTC")))
 
 
 def ingest_price_file(

@@ -211,13 +211,12 @@ class TelemetryDataset(Dataset):
         return notes
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        execute(con, "telemetry/classify_runs",
-                {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at})
-        params = {"superseded_at": file.ingested_at}
-        execute(con, "telemetry/archive_replaced_runs", params)
-        execute(con, "telemetry/archive_older_records", params)
+        execute(con, "telemetry/classify_runs")
+        identity = {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
+        execute(con, "telemetry/archive_replaced_runs", {"superseded_at": file.ingested_at, "sha": file.sha256})
+        execute(con, "telemetry/archive_older_records", {**identity, "superseded_at": file.ingested_at})
         execute(con, "telemetry/delete_replaced_runs")
-        execute(con, "telemetry/insert_runs")
+        execute(con, "telemetry/insert_runs", identity)
         counts = dict(query(con, "common/count_by_value",
                             {"table": "temp.classified_runs", "column": "action"}).fetchall())
         execute(con, "telemetry/drop_classified_runs")

@@ -116,7 +116,7 @@ def test_named_hostile_telemetry(con, tmp_path: Path) -> None:
         "10^5-column row": ((header + "\n" + ",".join(["1"] * 100_000) + "\n").encode(), ".csv"),
         # columns outside the contract are kept in raw and ignored, however many (2 x 10^4 here: each one
         # becomes a key of the row's raw JSON, which costs seconds at 10^5). DuckDB needs a 32 KiB vector per
-        # column, so 2 x 10^4 columns exceed the 400 MB ingest cap: the file must take the row-wise reader
+        # column, so 2 x 10^4 columns exceed the 600 MB ingest cap: the file must take the row-wise reader
         # (it was quarantined "out of memory" / "transaction aborted" after the ingest lifecycle landed)
         "many extra columns": ((header + "".join(f",extra_{i}" for i in range(20_000)) + "\n"
                                 + ",".join(first.row(0)) + ",1" * 20_000 + "\n").encode(), ".csv"),
