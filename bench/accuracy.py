@@ -18,6 +18,7 @@ import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -70,13 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     data = prepare_training_data(bundled_features())
     target = TargetSpec.from_config(config["target"])
     folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
-    specs = candidate_specs(config)
-    if args.candidates:
-        wanted = set(args.candidates.split(","))
-        specs = [s for s in specs if s.name in wanted or s.kind == BASELINE_KIND]
     registered = registered_champion_spec()
-    if registered and registered[1] not in specs:
-        specs.append(registered[1])
+    specs = _specs_to_evaluate(config, args.candidates, registered)
     evaluations = []
     for spec in specs:
         t0 = time.perf_counter()
@@ -95,32 +91,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(f'{len(f)} {g} folds' for g, f in folds.items())})\n")
     print("median APE of tokens/s per GPU, pooled over held-out folds; coverage of the "
           f"{level:.0%} interval on held-out folds (each fold against an interval calibrated without its rows)\n")
-    head = " | ".join(f"leave-one-{g}-out" for g in groupings)
-    cover = " | ".join(f"coverage ({g})" for g in groupings)
-    print(f"| candidate | {head} | score | {cover} | CV seconds |")
-    print("|---|" + "---:|" * (2 * len(groupings) + 2))
-    for evaluation, seconds in sorted(evaluations, key=lambda item: item[0].score):
-        marks = (" (champion)" if evaluation.spec == champion_spec else "") + (
-            " (baseline)" if evaluation is baseline else "")
-        apes = " | ".join(f"{evaluation.median_ape(g):.1%}" for g in groupings)
-        covs = " | ".join(f"{evaluation.coverage[g]:.1%}" for g in groupings)
-        print(f"| {evaluation.spec.name}{marks} | {apes} | {evaluation.score:.4f} | {covs} | {seconds:.1f} |")
-
-    moe = moe_rows(data.frame)
-    print(f"\n## Dense ({int((~moe).sum())} runs) and MoE ({int(moe.sum())} runs) apart: held-out median APE "
-          f"and {level:.0%} interval coverage\n")
-    head = " | ".join(f"{g}: all / dense / MoE APE | {g}: all / dense / MoE coverage" for g in groupings)
-    print(f"| candidate | {head} |")
-    print("|---|" + "---|" * (2 * len(groupings)))
-    for evaluation, _ in sorted(evaluations, key=lambda item: item[0].score):
-        cells = []
-        for g in groupings:
-            kind = evaluation.by_kind(g, data)
-            cells.append(f"{evaluation.median_ape(g):.1%} / {kind['dense_median_ape']:.1%} / "
-                         f"{kind['moe_median_ape']:.1%}")
-            cells.append(f"{evaluation.coverage.get(g, float('nan')):.1%} / {kind['dense_interval_coverage']:.1%} / "
-                         f"{kind['moe_interval_coverage']:.1%}")
-        print(f"| {evaluation.spec.name} | " + " | ".join(cells) + " |")
+    _print_candidates(evaluations, groupings, champion_spec, baseline)
+    _print_dense_and_moe(evaluations, groupings, data, level)
 
     champion = next((e for e, _ in evaluations if e.spec == champion_spec), None)
     if champion is None:   # --candidates left the champion out: report the best evaluated one
@@ -133,38 +105,11 @@ def main(argv: list[str] | None = None) -> int:
           f"baseline median APE | {level:.0%} interval coverage |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for g in groupings:
-        ratio = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound) / data.tokens_per_sec
-        for fold, ours, theirs in zip(champion.cv[g].folds, champion.cv[g].fold_metrics,
-                                      baseline.cv[g].fold_metrics, strict=True):
-            covered = champion.fold_coverage.get(g, {}).get(fold.index, float("nan"))
-            print(f"| {g} | {fold.held_out} | {len(fold.test)} | {ours['median_ape']:.1%} | "
-                  f"{float(np.median(ratio[fold.test])):.2f} | {theirs['median_ape']:.1%} | {covered:.1%} |")
-        by_group = list(champion.fold_coverage.get(g, {}).values())
-        print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | | "
-              f"**{baseline.median_ape(g):.1%}** | **{champion.coverage[g]:.1%}** (each held-out group once: "
-              f"{float(np.mean(by_group)) if by_group else float('nan'):.1%}) |")
+        _print_folds(champion, baseline, data, g)
     for name, lost in losses.items():
         print(f"\n{name} cannot be champion: worse than the constant-MFU baseline on {', '.join(lost)}")
-    fitted = build_pipeline(champion.spec).fit(data.frame, data.log_mfu)[-1]
-    structured = getattr(fitted, "structured_", fitted)
-    if hasattr(structured, "learned"):
-        print(f"\n## Learned parameters of {champion.spec.name} (all {data.rows} runs)\n")
-        print("| parameter | value | unit |\n|---|---:|---|")
-        for name, (value, unit) in structured.learned().items():
-            print(f"| {name} | {value:.4g} | {unit} |")
-    if champion.conformal is not None:
-        conformal = champion.conformal
-        print(f"\n## {level:.0%} intervals of {champion.spec.name} (normalised conformal, "
-              f"{conformal.calibration_rows} held-out residuals)\n")
-        print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
-              f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
-        if getattr(conformal, "moe_quantile", None) is not None:
-            moe_half = conformal.half_width(["moe"])[0]
-            print(f"an MoE run inside the training data: x/÷ {math.exp(moe_half):.3f} (its own q "
-                  f"{conformal.moe_quantile:.3f}, calibrated on the MoE runs' held-out residuals alone)\n")
-        print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
-        for flag, factor in conformal.widening().items():
-            print(f"| {flag} | {factor:.3f} |")
+    _print_learned(champion, data)
+    _print_intervals(champion, level)
     g = groupings[0]
     predicted = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound)
     ape = abs(predicted / data.tokens_per_sec - 1)
@@ -181,6 +126,92 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{g} {champion.coverage[g]:.1%}" for g in groupings)
           + f"\ntotal {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _specs_to_evaluate(
+    config: dict[str, Any], candidates: str | None, registered: tuple[str, CandidateSpec] | None,
+) -> list[CandidateSpec]:
+    """The configured candidates (only those named in --candidates, and always the baseline), and the registered
+    champion's spec when it is none of them."""
+    specs = candidate_specs(config)
+    if candidates:
+        wanted = set(candidates.split(","))
+        specs = [s for s in specs if s.name in wanted or s.kind == BASELINE_KIND]
+    if registered and registered[1] not in specs:
+        specs.append(registered[1])
+    return specs
+
+
+def _print_candidates(evaluations, groupings: list[str], champion_spec, baseline) -> None:  # bench printing
+    head = " | ".join(f"leave-one-{g}-out" for g in groupings)
+    cover = " | ".join(f"coverage ({g})" for g in groupings)
+    print(f"| candidate | {head} | score | {cover} | CV seconds |")
+    print("|---|" + "---:|" * (2 * len(groupings) + 2))
+    for evaluation, seconds in sorted(evaluations, key=lambda item: item[0].score):
+        marks = (" (champion)" if evaluation.spec == champion_spec else "") + (
+            " (baseline)" if evaluation is baseline else "")
+        apes = " | ".join(f"{evaluation.median_ape(g):.1%}" for g in groupings)
+        covs = " | ".join(f"{evaluation.coverage[g]:.1%}" for g in groupings)
+        print(f"| {evaluation.spec.name}{marks} | {apes} | {evaluation.score:.4f} | {covs} | {seconds:.1f} |")
+
+
+def _print_dense_and_moe(evaluations, groupings: list[str], data, level: float) -> None:  # bench printing
+    moe = moe_rows(data.frame)
+    print(f"\n## Dense ({int((~moe).sum())} runs) and MoE ({int(moe.sum())} runs) apart: held-out median APE "
+          f"and {level:.0%} interval coverage\n")
+    head = " | ".join(f"{g}: all / dense / MoE APE | {g}: all / dense / MoE coverage" for g in groupings)
+    print(f"| candidate | {head} |")
+    print("|---|" + "---|" * (2 * len(groupings)))
+    for evaluation, _ in sorted(evaluations, key=lambda item: item[0].score):
+        cells = []
+        for g in groupings:
+            kind = evaluation.by_kind(g, data)
+            cells.append(f"{evaluation.median_ape(g):.1%} / {kind['dense_median_ape']:.1%} / "
+                         f"{kind['moe_median_ape']:.1%}")
+            cells.append(f"{evaluation.coverage.get(g, float('nan')):.1%} / {kind['dense_interval_coverage']:.1%} / "
+                         f"{kind['moe_interval_coverage']:.1%}")
+        print(f"| {evaluation.spec.name} | " + " | ".join(cells) + " |")
+
+
+def _print_folds(champion, baseline, data, g: str) -> None:  # bench printing
+    """The champion against the baseline on each held-out fold of grouping `g`, then pooled."""
+    ratio = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound) / data.tokens_per_sec
+    for fold, ours, theirs in zip(champion.cv[g].folds, champion.cv[g].fold_metrics,
+                                  baseline.cv[g].fold_metrics, strict=True):
+        covered = champion.fold_coverage.get(g, {}).get(fold.index, float("nan"))
+        print(f"| {g} | {fold.held_out} | {len(fold.test)} | {ours['median_ape']:.1%} | "
+              f"{float(np.median(ratio[fold.test])):.2f} | {theirs['median_ape']:.1%} | {covered:.1%} |")
+    by_group = list(champion.fold_coverage.get(g, {}).values())
+    print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | | "
+          f"**{baseline.median_ape(g):.1%}** | **{champion.coverage[g]:.1%}** (each held-out group once: "
+          f"{float(np.mean(by_group)) if by_group else float('nan'):.1%}) |")
+
+
+def _print_learned(champion, data) -> None:  # bench printing
+    fitted = build_pipeline(champion.spec).fit(data.frame, data.log_mfu)[-1]
+    structured = getattr(fitted, "structured_", fitted)
+    if hasattr(structured, "learned"):
+        print(f"\n## Learned parameters of {champion.spec.name} (all {data.rows} runs)\n")
+        print("| parameter | value | unit |\n|---|---:|---|")
+        for name, (value, unit) in structured.learned().items():
+            print(f"| {name} | {value:.4g} | {unit} |")
+
+
+def _print_intervals(champion, level: float) -> None:  # bench printing
+    if champion.conformal is None:
+        return
+    conformal = champion.conformal
+    print(f"\n## {level:.0%} intervals of {champion.spec.name} (normalised conformal, "
+          f"{conformal.calibration_rows} held-out residuals)\n")
+    print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
+          f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
+    if getattr(conformal, "moe_quantile", None) is not None:
+        moe_half = conformal.half_width(["moe"])[0]
+        print(f"an MoE run inside the training data: x/÷ {math.exp(moe_half):.3f} (its own q "
+              f"{conformal.moe_quantile:.3f}, calibrated on the MoE runs' held-out residuals alone)\n")
+    print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
+    for flag, factor in conformal.widening().items():
+        print(f"| {flag} | {factor:.3f} |")
 
 
 def print_moe_checks(champion, data, target, config, grouping: str) -> None:  # bench printing

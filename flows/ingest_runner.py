@@ -25,8 +25,9 @@ from tasks import progress
 from tasks.config_files import Settings
 from tasks.extras import require
 from tasks.ingest.config import IngestRunner
-from tasks.ingest.lifecycle import Dataset, FileSource, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
+from tasks.ingest.lifecycle import Dataset, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
 from tasks.ingest.registry import FileOutcome
+from tasks.ingest.source import FileSource
 from tasks.reference import reference_paths
 from tasks.settings import Resources
 from tasks.summary import outcome_line
@@ -44,7 +45,7 @@ def task_runner(runner: IngestRunner) -> Any:
 def dask_task_runner(runner: IngestRunner) -> Any:
     """A DaskTaskRunner that starts (and on exit stops) a LocalCluster of worker processes on loopback."""
     require("dask", 'the Dask ingest runner ([ingest.runner] kind = "dask")')
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask.task_runners import DaskTaskRunner
 
     return DaskTaskRunner(
         cluster_class="distributed.LocalCluster",

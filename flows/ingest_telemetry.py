@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -19,9 +20,9 @@ from tasks.features import refresh_feature_table
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import apply_retention
 from tasks.ingest.landing import recover as recover_landing
-from tasks.ingest.lifecycle import FileSource
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
+from tasks.ingest.source import FileSource
 from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases, reference_paths
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcome_line, outcomes_markdown
@@ -35,8 +36,8 @@ from tasks.warehouse import warehouse
 
 @task(**io_task_options("ingest-telemetry-file"))
 def ingest_telemetry_file_task(
-    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime, vocabulary: dict,
-    validation: TelemetryValidation, limits: IngestLimits,
+    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime,
+    vocabulary: dict[str, Any], validation: TelemetryValidation, limits: IngestLimits,
 ) -> FileOutcome:
     return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary=vocabulary, validation=validation,
                                  limits=limits)
@@ -45,7 +46,8 @@ def ingest_telemetry_file_task(
 @task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
 def ingest_mlflow_source_task(
     con: duckdb.DuckDBPyConnection, source: MlflowSource, aliases: pl.DataFrame, ingested_at: datetime,
-    vocabulary: dict, validation: TelemetryValidation, settings: MlflowTelemetry, limits: IngestLimits, rescan: bool,
+    vocabulary: dict[str, Any], validation: TelemetryValidation, settings: MlflowTelemetry, limits: IngestLimits,
+    rescan: bool,
 ) -> list[FileOutcome]:
     return ingest_mlflow_source(con, source, aliases, ingested_at, vocabulary=vocabulary, validation=validation,
                                 settings=settings, limits=limits, rescan=rescan)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact
+from prefect.client.schemas.objects import State
 
 from flows.fetch_prices import fetch_prices
 from flows.ingest_prices import ingest_prices
@@ -18,6 +19,7 @@ from flows.publish import publish
 from flows.train import train
 from tasks import config_files
 from tasks.fetch.config import load_fetch_config
+from tasks.fetch.run import FetchReport
 from tasks.processes import run_lock
 from tasks.settings import config_dir
 from tasks.stores import mlflow_problem
@@ -44,10 +46,10 @@ def fetch_enabled() -> bool:
     return (config_dir() / "fetch.toml").exists() and load_fetch_config().enabled
 
 
-def _fetch_outcome(state: object) -> str:
-    if not state.is_completed():  # type: ignore[attr-defined]
+def _fetch_outcome(state: State[FetchReport]) -> str:
+    if not state.is_completed():
         return f"skipped ({_failure_message(state)}): {CONSEQUENCES['fetch_prices']}"
-    report = state.result()  # type: ignore[attr-defined]
+    report = state.result()
     failed = [f"{r.name} {r.status} ({r.detail})" for r in report.failed()]
     if failed:
         return f"completed; {'; '.join(failed)}: their last good prices are kept"
@@ -69,11 +71,11 @@ def nightly() -> dict[str, str]:
             if damaged is not None:  # degrade step by step: no training, publish still runs
                 steps[name] = f"skipped ({damaged.message})"
                 continue
-            state = step(return_state=True)
-            if state.is_completed():
+            step_state = step(return_state=True)
+            if step_state.is_completed():
                 steps[name] = "completed"
             else:
-                steps[name] = f"skipped ({_failure_message(state)}): {CONSEQUENCES[name]}"
+                steps[name] = f"skipped ({_failure_message(step_state)}): {CONSEQUENCES[name]}"
         outcome = publish()
         steps["publish"] = (
             f"completed: {outcome.ranking.ranked} ranked of {outcome.ranking.rows} rows, "

@@ -3,11 +3,12 @@ reason on stderr, when it fails."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 from rich.console import Console
@@ -45,6 +46,11 @@ from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch
 from tasks.stores import disk_full_file, sqlite_path
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free, connect
 
+if TYPE_CHECKING:
+    import click
+
+    from tasks.telemetry.mlflow_source import MlflowSource  # start-up time: it loads MLflow
+
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or training telemetry.")
 app.add_typer(ingest_app, name="ingest")
@@ -65,7 +71,7 @@ def flow_output() -> None:
     configure_cli_output()
 
 
-def fail(message: str, code: int = Exit.FAILED) -> None:
+def fail(message: str, code: int = Exit.FAILED) -> NoReturn:
     # escaped: a message may hold brackets (e.g. "[[workloads]]") that rich would read as markup, and names from
     # data or paths with control characters (a newline would print a second, fake line): shown, never obeyed
 
@@ -178,7 +184,9 @@ def ingest_telemetry_cmd(
     print_totals(outcomes)
 
 
-def mlflow_sources_for(experiments: list[str], tracking_uri: str | None, mapping: str | None) -> list:
+def mlflow_sources_for(
+    experiments: list[str], tracking_uri: str | None, mapping: str | None,
+) -> list[MlflowSource]:
     """`--mlflow EXPERIMENT...`: each experiment with the tracking URI and mapping given, else those of the
     [[mlflow]] source in config/sources.toml that names it; one that cannot be read ends the command (exit 2)."""
     from tasks.telemetry import mlflow_ingest, mlflow_source  # start-up time: they load MLflow
@@ -293,9 +301,9 @@ def train() -> None:
 class _DropTraceback:
     """Logging filter: keep a failed run's log line, drop its traceback (the command's last line says why)."""
 
-    def filter(self, record: object) -> bool:
-        record.exc_info = None  # type: ignore[attr-defined]
-        record.exc_text = None  # type: ignore[attr-defined]
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = None
+        record.exc_text = None
         return True
 
 
@@ -516,7 +524,7 @@ def sql(
         print_result_table(result, bounds.max_cell_chars)
 
 
-def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple:
+def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | None) -> tuple[SqlBounds, str | None]:
     """config/settings.toml [sql] with the flags given over it (exit 2, one line, for a bad value)."""
     import math
 
@@ -579,7 +587,7 @@ class Parsed:
 def parse(argv: list[str]) -> Parsed:
     """`argv` read by the app's own definition (resilient: no help printed, a bad option or value left for the
     command's own run to report), so the checks before it starts see what the command will."""
-    group = typer.main.get_command(app)
+    group = cast("click.Group", typer.main.get_command(app))  # an app of several commands: typer builds a Group
     with group.make_context("gpucost", list(argv), resilient_parsing=True) as context:
         if not argv or argv[0].startswith("-"):  # `gpucost`, `gpucost --help`: no command
             return Parsed(None, help=bool(set(argv) & set(context.help_option_names)))

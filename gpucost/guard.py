@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 from typer import Exit as CommandExit
 
@@ -123,31 +124,31 @@ def check_workloads() -> None:
 
 
 @contextmanager
-def guarded(fail: object, home: Path) -> Iterator[None]:
+def guarded(fail: Callable[[str, int], NoReturn], home: Path) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk
     give one line and their exit code (README "Exit codes"); `home`: the state folder a full disk is said of."""
 
     try:
         yield
     except PreflightError as error:
-        fail(error.problem.message, PROBLEM_EXITS[error.problem.kind])  # type: ignore[operator]
+        fail(error.problem.message, PROBLEM_EXITS[error.problem.kind])
     except WarehouseBusyError as error:  # e.g. found by the pre-flight check, which opens the warehouse
-        fail(str(error), Exit.BUSY)  # type: ignore[operator]
+        fail(str(error), Exit.BUSY)
     except ConfigError as error:  # e.g. a workloads file emptied since the command started
-        fail(str(error), Exit.INPUT)  # type: ignore[operator]
+        fail(str(error), Exit.INPUT)
     except NoOffersError as error:
-        fail(str(error), Exit.FAILED)  # type: ignore[operator]
+        fail(str(error), Exit.FAILED)
     except ForeignTargetError as error:  # a publish target gpucost did not make: nothing written
-        fail(str(error), Exit.DAMAGED)  # type: ignore[operator]
+        fail(str(error), Exit.DAMAGED)
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
-        fail(str(error), Exit.DISK_FULL)  # type: ignore[operator]
+        fail(str(error), Exit.DISK_FULL)
     except CommandExit:  # the command has said its one line already (its cause would be said twice)
         raise
     except Exception as error:
         stopped = find_aborted(error)  # e.g. closing the warehouse failed too, after the ingest stopped
         if stopped is not None:
-            fail(str(stopped), Exit.DISK_FULL)  # type: ignore[operator]
+            fail(str(stopped), Exit.DISK_FULL)
         file = disk_full_file(error)
         if file is None:
             raise
-        fail(disk_full_message(file, home, min_free_mb()), Exit.DISK_FULL)  # type: ignore[operator]
+        fail(disk_full_message(file, home, min_free_mb()), Exit.DISK_FULL)

@@ -4,14 +4,20 @@ and the number formats in them. Everything shown that came from data is escaped 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from tasks.display import printable
-from tasks.sql_bounds import cell_text
+from tasks.ingest.registry import FileOutcome
+from tasks.sql_bounds import TableResult, cell_text
 from tasks.summary import totals
+
+if TYPE_CHECKING:  # start-up time: the CLI imports polars only where it needs it
+    import polars as pl
 
 out = Console()
 
@@ -31,7 +37,7 @@ def print_wrapped(text: str) -> None:
     narrow_console().print(wrapped(text), highlight=False)
 
 
-def print_totals(outcomes: list) -> None:
+def print_totals(outcomes: Sequence[FileOutcome]) -> None:
 
     t = totals(outcomes)
     print_wrapped(f"{t['files']} file(s): {t['files_loaded']} loaded, {t['files_already_ingested']} already "
@@ -39,7 +45,7 @@ def print_totals(outcomes: list) -> None:
                    f"{t['rows_quarantined']:,} quarantined (why: the quarantine_summary table)")
 
 
-def print_offers(found: object, sort_by: str) -> None:
+def print_offers(found: pl.DataFrame, sort_by: str) -> None:
     """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
     with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
     `extrapolated`)."""
@@ -47,7 +53,7 @@ def print_offers(found: object, sort_by: str) -> None:
         return escape(printable(str(text)))
 
     console = narrow_console()
-    for (name,), rows in found.group_by("workload", maintain_order=True):  # type: ignore[attr-defined]
+    for (name,), rows in found.group_by("workload", maintain_order=True):
         table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
                       padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("#", justify="right")
@@ -77,7 +83,7 @@ def print_offers(found: object, sort_by: str) -> None:
 NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
 
 
-def network(row: dict) -> str:
+def network(row: Mapping[str, Any]) -> str:
     """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
     (`?` marks a defaulted network)."""
     if row["scale_up_domain_gpus"] is None:
@@ -104,19 +110,19 @@ def tokens(value: float) -> str:
     return f"{value:g}"
 
 
-def print_result_table(result: object, max_cell_chars: int) -> None:
+def print_result_table(result: TableResult, max_cell_chars: int) -> None:
     """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
     a cut result or cell is said under it."""
-    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)  # type: ignore[attr-defined]
+    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)
     cut_cells = 0
-    for row in result.rows:  # type: ignore[attr-defined]
+    for row in result.rows:
         cells = [cell_text(v, max_cell_chars) for v in row]
         cut_cells += sum(cut for _, cut in cells)
         table.add_row(*(escape(text) for text, _ in cells))
     # Piped or redirected output gets the table at its natural width instead of truncated cells.
     (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
-    shown = len(result.rows)  # type: ignore[attr-defined]
-    if result.cut:  # type: ignore[attr-defined]
+    shown = len(result.rows)
+    if result.cut:
         out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
                          "streams them)"), style="dim", highlight=False, soft_wrap=True)
     else:

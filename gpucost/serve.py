@@ -12,6 +12,7 @@ SIGTERM, SIGINT or SIGHUP stops the flow runs the worker started, the worker and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -43,7 +44,7 @@ class Stopped(BaseException):
         self.signum = signum
 
 
-def wait_for_server(api_url: str, timeout: float = 120.0, process: subprocess.Popen | None = None) -> None:
+def wait_for_server(api_url: str, timeout: float = 120.0, process: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -89,7 +90,7 @@ def prefect_command(*args: str) -> list[str]:
     return [str(Path(sys.executable).with_name("prefect")), *args]
 
 
-def start_child(command: list[str], env: dict[str, str], quiet: bool) -> subprocess.Popen:
+def start_child(command: list[str], env: dict[str, str], quiet: bool) -> subprocess.Popen[bytes]:
     """A child in a session of its own (a Ctrl-C on the terminal reaches this process only, which stops it)
     that the kernel stops if this process dies (die_with_parent)."""
     return subprocess.Popen(
@@ -99,7 +100,7 @@ def start_child(command: list[str], env: dict[str, str], quiet: bool) -> subproc
     )
 
 
-def start_server(host: str, port: int, prefect_home: Path) -> subprocess.Popen:
+def start_server(host: str, port: int, prefect_home: Path) -> subprocess.Popen[bytes]:
     """`prefect server start` with its state (SQLite database) under prefect_home."""
     prefect_home.mkdir(parents=True, exist_ok=True)
     return start_child(prefect_command("server", "start", "--host", host, "--port", str(port)),
@@ -160,7 +161,7 @@ def describe(client: Any) -> list[str]:
     return lines
 
 
-def stop_all(children: list[subprocess.Popen], mark: str) -> None:
+def stop_all(children: list[subprocess.Popen[bytes]], mark: str) -> None:
     """Kill the flow runs the worker started (each in a session of its own, beyond any process group: found by
     the mark in their environment), then the worker's and the server's process groups. Killed, not asked to
     stop, as tasks/processes.py explains: every write of a run is safe against a kill, the server's SQLite
@@ -175,17 +176,13 @@ def stop_all(children: list[subprocess.Popen], mark: str) -> None:
 
 
 def _kill(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _killpg(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def serve(resources: Resources) -> None:
@@ -198,7 +195,7 @@ def serve(resources: Resources) -> None:
         raise Stopped(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
-    children: list[subprocess.Popen] = []
+    children: list[subprocess.Popen[bytes]] = []
     try:
         check_port_free(host, port)
         children.append(server := start_server(host, port, prefect_home))

@@ -14,11 +14,12 @@ its variable.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -45,7 +46,7 @@ def shown(path: Path) -> str:
         return str(path)
 
 
-def _key_path(error: dict[str, Any], data: Any) -> tuple[str, int]:
+def _key_path(error: Mapping[str, Any], data: Any) -> tuple[str, int]:
     """The key path of an error in the file's own terms, and how many of its parts the file holds. Union
     member tags that pydantic adds to `loc` (e.g. 'str', 'PrecisionSpec') are dropped: a part is kept when the
     data has it, or when it is a missing key. List entries count from 1, as a person counts [[tables]]."""
@@ -179,6 +180,6 @@ def load(name: str, model: type[M]) -> M:
     """config/<name>.toml as `model` (cached until the file or its environment overrides change)."""
     path = config_file(name)
     read_toml(name)  # missing / unreadable / not TOML: said first
-    return _validated(name, model, str(path), path.stat().st_mtime_ns,  # type: ignore[return-value]
-                      Environment.current().key(name))
+    # `model` validated it (functools.cache keeps no type variable)
+    return cast(M, _validated(name, model, str(path), path.stat().st_mtime_ns, Environment.current().key(name)))
 

@@ -40,7 +40,7 @@ def require(extra: str, feature: str) -> None:
 
 def uses_psycopg(tracking_uri: str | None) -> bool:
     """An MLflow store reached through SQLAlchemy's psycopg (3) dialect, the PostgreSQL driver gpucost ships."""
-    return bool(tracking_uri) and tracking_uri.split("://", 1)[0] == "postgresql+psycopg"
+    return tracking_uri is not None and tracking_uri.split("://", 1)[0] == "postgresql+psycopg"
 
 
 def check_command(command: str | None, ingest_runner_kind: str, tracking_uri: str | None) -> None:

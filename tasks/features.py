@@ -34,7 +34,7 @@ def build_features(
     Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files are the configured
     ones (config/settings.toml [reference]), or the copies a registered model carries."""
     with registered(con, "feature_input", _conform(runs)):
-        features = query(con, "features/build_features",
+        features: pl.DataFrame = query(con, "features/build_features",
                          {"model_shapes": model_shapes, "matmul_ceilings": matmul_ceilings}).pl()
     return features.select(FEATURE_COLUMNS)
 

@@ -4,6 +4,8 @@ model, whose arithmetic would only extrapolate nonsense; it is returned unscored
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from tasks.telemetry.config import TelemetryValidation
@@ -40,15 +42,16 @@ def out_of_bounds(rows: pl.DataFrame, validation: TelemetryValidation) -> pl.Ser
     return rows.select(pl.when(joined != "").then(joined).alias("reason")).to_series()  # none: null, not ''
 
 
-def score_within_bounds(rows: pl.DataFrame, validation: TelemetryValidation, score: object,
+def score_within_bounds(rows: pl.DataFrame, validation: TelemetryValidation,
+                        score: Callable[[pl.DataFrame], pl.DataFrame],
                         output_columns: tuple[str, ...], reason_column: str) -> pl.DataFrame:
     """`score(rows)` on the rows within bounds; the others come back in place, unscored, with the reason."""
     reasons = out_of_bounds(rows, validation)
     if reasons.null_count() == rows.height:
-        return score(rows)  # type: ignore[operator]
+        return score(rows)
     numbered = rows.with_row_index(ROW)
     inside = numbered.filter(reasons.is_null())
-    scored = score(inside.drop(ROW)).with_columns(inside[ROW])  # type: ignore[operator]
+    scored = score(inside.drop(ROW)).with_columns(inside[ROW])
     outside = numbered.filter(reasons.is_not_null()).with_columns(reasons.filter(reasons.is_not_null())
                                                                   .alias(reason_column))
     outside = outside.with_columns(*[pl.lit(None).alias(c) for c in output_columns if c not in outside.columns])

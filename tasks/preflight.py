@@ -112,7 +112,7 @@ def check_stores(
 ) -> Preflight:
     """Check the stores given (None = not touched by this command). The first problem whose store is in
     `fatal` raises PreflightError; the rest are returned as notes."""
-    found: list[Problem] = []
+    found: list[Problem | None] = []
     if min_free_mb > 0:
         found.append(free_space_problem(home, min_free_mb))
     if warehouse is not None:

@@ -28,6 +28,7 @@ printing its services' cancellation tracebacks over the one line, and it has not
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,10 +137,8 @@ def processes_with_env(name: str, value: str) -> list[int]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -174,10 +173,8 @@ def supervise(command: list[str], grace_seconds: float, on_stop: Callable[[Super
         while True:
             if received and deadline is None:
                 members_at_stop = len(group_members(pgid))
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     child.send_signal(signal.SIGTERM)  # the work kills the rest of its group, then ends
-                except ProcessLookupError:
-                    pass
                 deadline = time.monotonic() + grace_seconds
             if deadline is not None and time.monotonic() > deadline:
                 _signal_group(pgid, signal.SIGKILL)
@@ -221,10 +218,8 @@ def install_worker_handlers() -> None:
         if os.getpgrp() == os.getpid():
             for pid in group_members(os.getpid()):
                 if pid != os.getpid():
-                    try:
+                    with suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
         os._exit(stopped_exit(signum))
 
     for sig in STOP_SIGNALS:

@@ -4,7 +4,7 @@ that edits to the files show up the next night."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import duckdb
 import polars as pl
@@ -34,7 +34,7 @@ class ReferenceFiles(Strict):
 
 def reference_paths(reference: ReferenceFiles) -> dict[str, Path]:
     """config/settings.toml [reference] as absolute paths."""
-    return {name: reference.path(name) for name in ReferenceFiles.model_fields}
+    return {name: reference.path(name) for name in get_args(ReferenceName)}
 
 
 def read_aliases(path: Path) -> pl.DataFrame:

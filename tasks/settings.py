@@ -7,8 +7,10 @@ store or the Prefect API elsewhere without touching code.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,7 +37,7 @@ KINDS = {
 }
 
 
-def what_was_wrong(error: dict[str, Any]) -> str:
+def what_was_wrong(error: Mapping[str, Any]) -> str:
     kind, value = error["type"], error.get("input")
     if kind == "extra_forbidden":
         return "unknown key (a typo?)"
@@ -122,11 +124,12 @@ class Environment(BaseSettings):
 
     def overrides(self, file: str) -> dict[tuple[str, ...], tuple[str, Any]]:
         """Key path in config/<file>.toml -> (variable, value), for the overrides that are set."""
-        chosen = {
+        by_file: dict[str, dict[tuple[str, ...], tuple[str, Any]]] = {
             "settings": {("ingest", "runner", "kind"): ("GPUCOST_INGEST_RUNNER", self.ingest_runner),
                          ("ingest", "runner", "workers"): ("GPUCOST_INGEST_WORKERS", self.ingest_workers)},
             "ranking": {("publish", "parquet_dir"): ("GPUCOST_PARQUET_DIR", self.parquet_dir)},
-        }.get(file, {})
+        }
+        chosen = by_file.get(file, {})
         return {path: (name, value) for path, (name, value) in chosen.items() if value not in (None, "")}
 
     def key(self, file: str) -> tuple[Any, ...]:
@@ -211,10 +214,9 @@ def configure_prefect_environment() -> None:
     prefect_home = environment.prefect_home or state_home(environment) / "prefect"
     os.environ.setdefault("PREFECT_HOME", str(prefect_home))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
-    try:
+    # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
+    with contextlib.suppress(OSError):
         Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass  # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")

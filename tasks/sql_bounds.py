@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 import duckdb
 
@@ -44,7 +44,7 @@ class SqlBounds:
 @dataclass
 class TableResult:
     columns: list[str]
-    rows: list[tuple]
+    rows: list[tuple[Any, ...]]
     cut: bool               # more rows than max_rows: the view shows the first max_rows
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TypedDict
 
 from tasks.display import printable
 from tasks.ingest.registry import FileOutcome
@@ -39,7 +40,19 @@ def outcome_line(o: FileOutcome) -> str:
     return f"{o.rows_loaded:,} rows loaded{extra}: {name}"
 
 
-def totals(outcomes: Sequence[FileOutcome]) -> dict[str, object]:
+class Totals(TypedDict):
+    files: int
+    files_loaded: int
+    files_already_ingested: int
+    files_quarantined: int
+    rows_loaded: int
+    rows_quarantined: int
+    rows_skipped: int
+    quarantined_by_reason: dict[str, int]
+    skipped_by_reason: dict[str, int]
+
+
+def totals(outcomes: Sequence[FileOutcome]) -> Totals:
     quarantined: Counter[str] = Counter()
     skipped: Counter[str] = Counter()
     for o in outcomes:

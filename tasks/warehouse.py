@@ -5,6 +5,7 @@ SQL lives in `sql/*.sql`; Python only names the file and binds parameters.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -116,10 +117,9 @@ def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iter
     try:
         yield
     finally:
-        try:
+        # the block failed and aborted the transaction: its own error is the one to report
+        with contextlib.suppress(duckdb.TransactionException):
             con.unregister(name)
-        except duckdb.TransactionException:
-            pass  # the block failed and aborted the transaction: its own error is the one to report
 
 
 @contextmanager
@@ -129,10 +129,9 @@ def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path
     previous_limit, temp_directory = query(con, "publish/duckdb_limits").fetchall()[0]
     if temp_directory != str(spill):
         spill.mkdir(parents=True, exist_ok=True)
-        try:
+        # this connection already spilled to its own folder, which DuckDB then keeps: spill there
+        with contextlib.suppress(duckdb.Error):
             execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
-        except duckdb.Error:
-            pass  # this connection already spilled to its own folder, which DuckDB then keeps: spill there
     execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})
     try:
         yield

@@ -62,7 +62,7 @@ def test_a_dependency_changed_in_pyproject_fails_the_check(tmp_path: Path) -> No
     pyproject, lock_file = copies(tmp_path)
     text = pyproject.read_text(encoding="utf-8")
     pyproject.write_text(text.replace('"prefect>=3.4,<4"', '"prefect>=3.4,<4", "rich-click>=1"'), encoding="utf-8")
-    with pytest.raises(lock.LockError, match="compiled from other dependencies.*run `make lock`"):
+    with pytest.raises(lock.LockError, match=r"compiled from other dependencies.*run `make lock`"):
         lock.check(pyproject, lock_file)
 
 
@@ -79,7 +79,7 @@ def test_a_requirement_missing_from_the_lock_fails_the_check(tmp_path: Path) -> 
     pyproject, lock_file = copies(tmp_path)
     blocks = re.split(r"\n(?=[A-Za-z0-9])", lock_file.read_text(encoding="utf-8"))
     lock_file.write_text("\n".join(b for b in blocks if not b.startswith("tenacity==")), encoding="utf-8")
-    with pytest.raises(lock.LockError, match="tenacity.* is not pinned for Python 3.11"):
+    with pytest.raises(lock.LockError, match=r"tenacity.* is not pinned for Python 3\.11"):
         lock.check(pyproject, lock_file)
 
 
@@ -112,7 +112,7 @@ def test_the_fast_lane_refuses_a_process_when_asked(pytestconfig: pytest.Config)
     # make test-fast passes --forbid-processes: this test, not marked slow, may not start one
     if not pytestconfig.getoption("--forbid-processes"):
         pytest.skip("make test-fast's guard is off in this run")
-    with pytest.raises(AssertionError, match="starts a process: mark it @pytest.mark.slow"):
+    with pytest.raises(AssertionError, match=r"starts a process: mark it @pytest\.mark\.slow"):
         subprocess.run(["true"], check=False)
     import multiprocessing
 

@@ -93,6 +93,15 @@ def test_the_make_targets_named_exist() -> None:
     assert "make run" in README and "make test" in README and "make test-fast" in README
 
 
+def test_make_test_runs_the_checks_first() -> None:
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^test: lint$", makefile, re.MULTILINE)
+    lint = re.search(r"^lint:.*?(?=\n\n)", makefile, re.MULTILINE | re.DOTALL)
+    assert lint is not None
+    for check in ("/ruff check .", "/mypy", "/sqlfluff lint sql"):
+        assert check in lint.group(0), check
+
+
 def test_readme_lists_every_cli_subcommand() -> None:
     from gpucost.cli import app, ingest_app
 

@@ -58,7 +58,7 @@ def test_a_warehouse_made_with_the_run_id_key_loses_it_and_keeps_its_runs(tmp_pa
 
     path = tmp_path / "old.duckdb"
     ddl = (SQL_DIR / "ddl" / "040_core_telemetry.sql").read_text(encoding="utf-8")
-    keyed = ddl.replace("run_id                   varchar not null,", "run_id varchar not null primary key,", 1)
+    keyed = ddl.replace("run_id varchar not null,", "run_id varchar not null primary key,", 1)
     assert keyed != ddl
     old = duckdb.connect(str(path))
     old.execute("create schema core")

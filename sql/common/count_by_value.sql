@@ -7,9 +7,9 @@ with source as (
 ),
 
 final as (
-    select value, count(*) as rows
+    select value, count(*) as row_count
     from source
     group by value
 )
 
-select * from final order by rows desc, value
+select * from final order by row_count desc, value asc

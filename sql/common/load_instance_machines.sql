@@ -9,11 +9,12 @@ final as (
     select
         provider,
         instance_type,
-        gpus::double                   as gpus,                  -- GPUs per instance (count)
-        scale_up_domain_gpus::bigint   as scale_up_domain_gpus,  -- GPUs sharing NVLink/xGMI (count)
-        scale_up_kind,                                           -- NVLink | xGMI | PCIe | RoCE | none
-        network_gbps::double           as network_gbps,          -- Gb/s (gigabits) of scale-out network per instance
-        network_kind,                                            -- EFA | InfiniBand | RoCE | GPUDirect-TCPX(O) | Ethernet
+        gpus::double as gpus,                                  -- GPUs per instance (count)
+        scale_up_domain_gpus::bigint as scale_up_domain_gpus,  -- GPUs sharing NVLink/xGMI (count)
+        scale_up_kind,                                         -- NVLink | xGMI | PCIe | RoCE | none
+        network_gbps::double as network_gbps,                  -- Gb/s (gigabits) of scale-out network per instance
+        -- EFA | InfiniBand | RoCE | GPUDirect-TCPX(O) | Ethernet
+        network_kind,
         source
     from source
 )

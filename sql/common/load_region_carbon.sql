@@ -9,9 +9,9 @@ final as (
     select
         provider,
         region,
-        grid_gco2e_per_kwh::double  as grid_gco2e_per_kwh,  -- g CO2e per kWh, location-based grid average
-        year::integer               as year,                -- the year the intensity describes
-        cfe_share::double           as cfe_share,           -- carbon-free energy share (0-1), where published
+        grid_gco2e_per_kwh::double as grid_gco2e_per_kwh,  -- g CO2e per kWh, location-based grid average
+        year::integer as year,                             -- the year the intensity describes
+        cfe_share::double as cfe_share,                    -- carbon-free energy share (0-1), where published
         source
     from source
 )

@@ -1,19 +1,19 @@
 -- Registry of every file the pipeline has read, keyed by the SHA-256 of its bytes:
 -- the same bytes twice are skipped; a changed file is a new entry (and new observations).
 create table if not exists raw.ingested_files (
-    dataset          varchar not null,   -- 'prices' | 'telemetry'
-    content_sha256   varchar not null,   -- hex SHA-256 of the file's bytes
-    source_file      varchar not null,   -- path as given to the ingest
-    provider         varchar,            -- price lists: provider named by the sources file or CLI
-    format           varchar,            -- adapter that read the file
-    size_bytes       bigint,
-    rows_read        bigint,             -- records the adapter produced (after skips)
-    rows_skipped     bigint,             -- records outside scope (e.g. Windows, reservations), by design
-    rows_loaded      bigint,             -- records that passed validation into core
-    rows_quarantined bigint,             -- records that failed validation
-    status           varchar not null,   -- 'loaded' | 'quarantined' (whole file rejected)
-    skipped_by_reason json,              -- {reason: count}
-    ingested_at      timestamptz not null, -- UTC
+    dataset varchar not null,         -- 'prices' | 'telemetry'
+    content_sha256 varchar not null,  -- hex SHA-256 of the file's bytes
+    source_file varchar not null,     -- path as given to the ingest
+    provider varchar,                 -- price lists: provider named by the sources file or CLI
+    format varchar,                   -- adapter that read the file
+    size_bytes bigint,
+    rows_read bigint,                 -- records the adapter produced (after skips)
+    rows_skipped bigint,              -- records outside scope (e.g. Windows, reservations), by design
+    rows_loaded bigint,               -- records that passed validation into core
+    rows_quarantined bigint,          -- records that failed validation
+    status varchar not null,          -- 'loaded' | 'quarantined' (whole file rejected)
+    skipped_by_reason json,           -- {reason: count}
+    ingested_at timestamptz not null, -- UTC
     primary key (dataset, content_sha256)
 );
 

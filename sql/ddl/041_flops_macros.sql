@@ -20,17 +20,18 @@
 --   attention_term_known says so.
 -- MFU = achieved model FLOP/s per GPU (tokens/s/GPU x flops_per_token) / dense peak for the precision.
 create or replace macro parameter_flops_per_token(workload, active_params_b) as
-    (case when workload in ('lora', 'qlora') then 4.0 else 6.0 end)::double * active_params_b * 1e9;
+(case when workload in ('lora', 'qlora') then 4.0 else 6.0 end)::double * active_params_b * 1e9;
 
 create or replace macro attention_flops_per_token(n_layers, d_model, seq_len) as
-    12.0::double * n_layers * d_model * seq_len;
+12.0::double * n_layers * d_model * seq_len;
 
--- Dense peak TFLOP/s per GPU for a contract precision (core.gpu_specs columns). fp32/tf32 have no
+-- Dense peak TFLOP/s per GPU for a contract precision (core.gpu_specs columns; the parameter is not named
+-- `precision`, a type keyword sqlfluff cannot parse there). fp32/tf32 have no
 -- column in gpu_specs.csv, so no peak: such runs are quarantined with that reason.
-create or replace macro dense_peak_tflops(precision, fp16_tflops, bf16_tflops, fp8_tflops, fp4_tflops) as
-    case precision
-        when 'fp16' then fp16_tflops
-        when 'bf16' then bf16_tflops
-        when 'fp8' then fp8_tflops
-        when 'fp4' then fp4_tflops
-    end;
+create or replace macro dense_peak_tflops(precision_name, fp16_tflops, bf16_tflops, fp8_tflops, fp4_tflops) as
+case precision_name
+    when 'fp16' then fp16_tflops
+    when 'bf16' then bf16_tflops
+    when 'fp8' then fp8_tflops
+    when 'fp4' then fp4_tflops
+end;

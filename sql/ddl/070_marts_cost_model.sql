@@ -1,6 +1,6 @@
 -- The GPU cost model: the ONE place its formulas are written down (memory fit, hours, preemption,
--- energy, commitments, checkpoint storage, dollars per token). sql/marts/*.sql call these macros; every argument is a column of
--- marts.gpu_cost_ranking_history, so a ranking row can be recomputed by hand from its own columns.
+-- energy, commitments, checkpoint storage, dollars per token). sql/marts/*.sql call these macros; every argument is
+-- a column of marts.gpu_cost_ranking_history, so a ranking row can be recomputed by hand from its own columns.
 --
 -- Memory (bytes per GPU, ZeRO-3 / FSDP full sharding over all GPUs of the cluster):
 --   per GPU = model_state_bytes / gpus + activation_bytes
@@ -22,25 +22,27 @@ create or replace macro marts.model_state_bytes(
     workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes, optimizer_bytes,
     adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes
 ) as
-    params_b * 1e9 * case workload_type
-        when 'qlora' then qlora_weight_bytes
+params_b * 1e9 * case workload_type
+    when 'qlora'
+        then qlora_weight_bytes
             + adapter_params_fraction * (weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes)
-        when 'lora' then lora_weight_bytes
+    when 'lora'
+        then lora_weight_bytes
             + adapter_params_fraction * (weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes)
-        else weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes
-    end;
+    else weight_bytes + grad_bytes + master_weight_bytes + optimizer_bytes
+end;
 
 create or replace macro marts.activation_bytes(seq_len, micro_batch, d_model, n_layers) as
-    seq_len::double * micro_batch * d_model * (2.0 * n_layers + 34.0);
+seq_len::double * micro_batch * d_model * (2.0 * n_layers + 34.0);
 
 -- Fewest GPUs whose sharded state plus (unsharded) activations fit; null when activations alone do not.
 create or replace macro marts.min_gpus_for_memory(state_bytes, activation_bytes, memory_gb, usable_fraction) as
-    case when memory_gb * 1e9 * usable_fraction > activation_bytes
-         then greatest(1, ceil(state_bytes / (memory_gb * 1e9 * usable_fraction - activation_bytes)))::bigint
-    end;
+case when memory_gb * 1e9 * usable_fraction > activation_bytes
+        then greatest(1, ceil(state_bytes / (memory_gb * 1e9 * usable_fraction - activation_bytes)))::bigint
+end;
 
 create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, gpus) as
-    (state_bytes / gpus + activation_bytes) / 1e9;
+(state_bytes / gpus + activation_bytes) / 1e9;
 
 -- Time and money.
 --   hours_to_finish       = token_budget / (tokens/s/GPU x GPUs x 3600)
@@ -62,7 +64,8 @@ create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, g
 --   term_hours            = term_years x 8760 (365-day years: AWS and Azure divide a term's price by 8760 h a year)
 --   usd_per_hour          = upfront_usd / term_hours + recurring_usd_per_hour   (effective over the whole term)
 --   billed_term_hours     = ceil(hours / term_hours) x term_hours   (paid whether used or not; a longer run renews)
---   commitment_run_usd    = instances x usd_per_hour x (billed_term_hours - resale_fraction x (billed_term_hours - hours))
+--   commitment_run_usd    = instances x usd_per_hour
+--                           x (billed_term_hours - resale_fraction x (billed_term_hours - hours))
 --                           resale_fraction (config/ranking.toml [commitments], default 0): the share of the
 --                           unused term recovered (resold, or reused by other work)
 --   break_even_hours      = hours of use per instance at which the commitment costs what on-demand costs:
@@ -77,21 +80,23 @@ create or replace macro marts.memory_per_gpu_gb(state_bytes, activation_bytes, g
 --   checkpoint_storage_usd = checkpoints_kept x checkpoint_bytes / 1e9 x usd_per_gb_month x hours / 730
 --                           (730 h = a billed month, 8760 / 12; every kept checkpoint is held the whole run)
 create or replace macro marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus) as
-    token_budget / (tokens_per_sec_per_gpu * gpus * 3600.0);
+token_budget / (tokens_per_sec_per_gpu * gpus * 3600.0);
 
 -- Preemptions per instance-hour: spot offers at the provider's rate (else the configured default,
 -- config/ranking.toml [spot]); on-demand, commitments and owned GPUs are not preempted.
 create or replace macro marts.interruption_rate_per_hour(pricing, provider_rate, default_rate) as
-    case when pricing = 'spot' then coalesce(provider_rate, default_rate) else 0.0 end;
+case when pricing = 'spot' then coalesce(provider_rate, default_rate) else 0.0 end;
 
 create or replace macro marts.lost_hours_per_interruption(checkpoint_interval_minutes, restart_minutes) as
-    checkpoint_interval_minutes / 2.0 / 60.0 + restart_minutes / 60.0;
+checkpoint_interval_minutes / 2.0 / 60.0 + restart_minutes / 60.0;
 
 create or replace macro marts.expected_interruptions(instances, interruption_rate_per_hour, hours) as
-    instances * interruption_rate_per_hour * hours;
+instances * interruption_rate_per_hour * hours;
 
-create or replace macro marts.expected_hours(hours, instances, interruption_rate_per_hour, lost_hours_per_interruption) as
-    hours + marts.expected_interruptions(instances, interruption_rate_per_hour, hours) * lost_hours_per_interruption;
+create or replace macro marts.expected_hours(
+    hours, instances, interruption_rate_per_hour, lost_hours_per_interruption
+) as
+hours + marts.expected_interruptions(instances, interruption_rate_per_hour, hours) * lost_hours_per_interruption;
 
 -- Board power as a share of TDP (utilisation_of_tdp in energy_kwh): MEASURED where training telemetry of the
 -- GPU carries avg_power_w (W per GPU, e.g. the mean of MLflow's system/gpu_*_power_usage_watts over the
@@ -99,85 +104,93 @@ create or replace macro marts.expected_hours(hours, instances, interruption_rate
 -- elsewhere the configured DEFAULT (config/ranking.toml [energy] utilisation_of_tdp, ~0.9: 86-99% of TDP
 -- measured under dense training). The ranking says which it used (utilisation_of_tdp_source).
 create or replace macro marts.power_fraction_of_tdp(avg_power_w, tdp_w) as
-    case when avg_power_w > 0 and tdp_w > 0 then avg_power_w / tdp_w end;
+case when avg_power_w > 0 and tdp_w > 0 then avg_power_w / tdp_w end;
 
 create or replace macro marts.utilisation_of_tdp(measured_fraction, default_fraction) as
-    coalesce(measured_fraction, default_fraction);
+coalesce(measured_fraction, default_fraction);
 
 create or replace macro marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue) as
-    gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;
+gpus * tdp_w * utilisation_of_tdp * hours * pue / 1000.0;
 
 -- Who pays for power: an owned GPU (provider 'owned', or an offer that names its site's electricity price)
 -- at its site's price and PUE (else config/ranking.toml [energy] owned_pue); a cloud offer's price already
 -- includes power (0 USD/kWh billed, cloud_pue only for the reported energy).
 create or replace macro marts.is_owned(provider, electricity_usd_per_kwh) as
-    provider = 'owned' or electricity_usd_per_kwh is not null;
+provider = 'owned' or electricity_usd_per_kwh is not null;
 
 create or replace macro marts.pue(is_owned, offer_pue, owned_pue, cloud_pue) as
-    case when is_owned then coalesce(offer_pue, owned_pue) else cloud_pue end;
+case when is_owned then coalesce(offer_pue, owned_pue) else cloud_pue end;
 
 create or replace macro marts.billed_usd_per_kwh(is_owned, electricity_usd_per_kwh) as
-    case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end;
+case when is_owned then coalesce(electricity_usd_per_kwh, 0.0) else 0.0 end;
 
 -- cloud offers bill no energy (0 USD/kWh): a GPU without tdp_w must not turn their cost null
 create or replace macro marts.energy_usd(billed_usd_per_kwh, energy_kwh) as
-    case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * energy_kwh end;
+case when billed_usd_per_kwh = 0 then 0.0 else billed_usd_per_kwh * energy_kwh end;
 
 create or replace macro marts.term_hours(term_years) as
-    term_years * 8760.0;
+term_years * 8760.0;
 
 create or replace macro marts.commitment_usd_per_hour(upfront_usd, recurring_usd_per_hour, term_hours) as
-    coalesce(upfront_usd, 0.0) / term_hours + coalesce(recurring_usd_per_hour, 0.0);
+coalesce(upfront_usd, 0.0) / term_hours + coalesce(recurring_usd_per_hour, 0.0);
 
 create or replace macro marts.billed_term_hours(hours, term_hours) as
-    ceil(hours / term_hours) * term_hours;
+ceil(hours / term_hours) * term_hours;
 
 create or replace macro marts.commitment_run_usd(instances, usd_per_hour, hours, term_hours, resale_fraction) as
-    instances * usd_per_hour * (marts.billed_term_hours(hours, term_hours)
-        - resale_fraction * (marts.billed_term_hours(hours, term_hours) - hours));
+instances * usd_per_hour * (
+    marts.billed_term_hours(hours, term_hours)
+    - resale_fraction * (marts.billed_term_hours(hours, term_hours) - hours)
+);
 
 create or replace macro marts.break_even_hours(usd_per_hour, term_hours, resale_fraction, on_demand_usd_per_hour) as
-    case when on_demand_usd_per_hour > resale_fraction * usd_per_hour
-         then usd_per_hour * term_hours * (1.0 - resale_fraction) / (on_demand_usd_per_hour - resale_fraction * usd_per_hour)
-    end;
+case when on_demand_usd_per_hour > resale_fraction * usd_per_hour
+        then usd_per_hour
+            * term_hours
+            * (1.0 - resale_fraction)
+            / (on_demand_usd_per_hour - resale_fraction * usd_per_hour)
+end;
 
 -- What the instances cost for `hours` of use: pro rata, or the whole (renewed) term for a commitment.
 create or replace macro marts.instance_usd(instances, usd_per_hour, hours, term_hours, resale_fraction) as
-    case when term_hours is null then instances * usd_per_hour * hours
-         else marts.commitment_run_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
-    end;
+case when term_hours is null then instances * usd_per_hour * hours
+    else marts.commitment_run_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
+end;
 
 create or replace macro marts.checkpoint_bytes(
     workload_type, params_b, weight_bytes, master_weight_bytes, optimizer_bytes, adapter_params_fraction
 ) as
-    params_b * 1e9 * (weight_bytes + master_weight_bytes + optimizer_bytes)
-        * case when workload_type in ('lora', 'qlora') then adapter_params_fraction else 1.0 end;
+params_b * 1e9 * (weight_bytes + master_weight_bytes + optimizer_bytes)
+* case when workload_type in ('lora', 'qlora') then adapter_params_fraction else 1.0 end;
 
 create or replace macro marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, usd_per_gb_month, hours) as
-    checkpoints_kept * checkpoint_gb * usd_per_gb_month * hours / 730.0;
+checkpoints_kept * checkpoint_gb * usd_per_gb_month * hours / 730.0;
 
 -- The whole bill for `hours` of use: instances + billed energy + checkpoint storage.
 create or replace macro marts.total_usd(
     hours, gpus, instances, usd_per_hour, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
     term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
 ) as
-    marts.instance_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
-    + marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue))
-    + marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, hours);
+marts.instance_usd(instances, usd_per_hour, hours, term_hours, resale_fraction)
++ marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, hours, pue))
++ marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, hours);
 
 create or replace macro marts.expected_total_usd(
     token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour, interruption_rate_per_hour,
     lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
     term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
 ) as
-    marts.total_usd(
-        marts.expected_hours(marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
-                             interruption_rate_per_hour, lost_hours_per_interruption),
-        gpus, instances, usd_per_hour, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
-        term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month);
+marts.total_usd(
+    marts.expected_hours(
+        marts.hours_to_finish(token_budget, tokens_per_sec_per_gpu, gpus), instances,
+        interruption_rate_per_hour, lost_hours_per_interruption
+    ),
+    gpus, instances, usd_per_hour, tdp_w, utilisation_of_tdp, pue, billed_usd_per_kwh,
+    term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
+);
 
 create or replace macro marts.usd_per_mtoken(usd, token_budget) as
-    usd / (token_budget / 1e6);
+usd / (token_budget / 1e6);
 
 -- The machine a cluster runs on (data/reference/instance_machines.csv; config/ranking.toml [machines]):
 --   scale_up_domain_gpus   = GPUs sharing NVLink/xGMI: the listed value, else the instance's whole GPUs (a VM
@@ -185,19 +198,19 @@ create or replace macro marts.usd_per_mtoken(usd, token_budget) as
 --   scale_out_gbps_per_gpu = the instance's scale-out network (Gb/s, gigabits) / its GPUs, else the default
 --   a run of `gpus` GPUs sees min(scale_up_domain_gpus, gpus) GPUs in one domain
 create or replace macro marts.scale_up_domain_gpus(listed_domain_gpus, gpus_per_instance) as
-    coalesce(listed_domain_gpus, greatest(floor(gpus_per_instance), 1))::bigint;
+coalesce(listed_domain_gpus, greatest(floor(gpus_per_instance), 1))::bigint;
 
 create or replace macro marts.scale_out_gbps_per_gpu(network_gbps, gpus_per_instance, default_gbps_per_gpu) as
-    coalesce(network_gbps / greatest(gpus_per_instance, 1), default_gbps_per_gpu);
+coalesce(network_gbps / greatest(gpus_per_instance, 1), default_gbps_per_gpu);
 
 create or replace macro marts.run_scale_up_domain_gpus(scale_up_domain_gpus, gpus) as
-    least(scale_up_domain_gpus, gpus)::bigint;
+least(scale_up_domain_gpus, gpus)::bigint;
 
 -- Carbon (operational only: embodied carbon of the hardware is out of scope):
 --   co2e_kg            = energy_kwh x grid_gco2e_per_kwh / 1000   (location-based grid intensity of the region)
 --   co2e_kg_per_mtoken = co2e_kg / (token_budget / 1e6)
 create or replace macro marts.co2e_kg(energy_kwh, grid_gco2e_per_kwh) as
-    energy_kwh * grid_gco2e_per_kwh / 1000.0;
+energy_kwh * grid_gco2e_per_kwh / 1000.0;
 
 create or replace macro marts.co2e_kg_per_mtoken(co2e_kg, token_budget) as
-    co2e_kg / (token_budget / 1e6);
+co2e_kg / (token_budget / 1e6);

@@ -20,7 +20,7 @@ final as (
         l.provider,
         l.status,
         l.detail,
-        l.fetched_at                                                                    as last_attempt_at,
+        l.fetched_at as last_attempt_at,
         g.last_success_at,
         round(date_diff('second', g.last_success_at, current_timestamp) / 86400.0, 2) as price_age_days,
         l.pages,

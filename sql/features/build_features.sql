@@ -18,19 +18,19 @@ specs as (
 shapes as (
     select
         model_name,
-        n_layers::bigint           as n_layers,
-        d_model::bigint            as d_model,
-        n_heads::bigint            as n_heads,
-        n_kv_heads::bigint         as n_kv_heads,
-        head_dim::bigint           as head_dim,
-        attention_layers::bigint   as attention_layers,
-        vocab::bigint              as vocab,
-        ffn_matrices::bigint       as ffn_matrices,
-        moe_experts::bigint        as moe_experts,
-        moe_top_k::bigint          as moe_top_k,
+        n_layers::bigint as n_layers,
+        d_model::bigint as d_model,
+        n_heads::bigint as n_heads,
+        n_kv_heads::bigint as n_kv_heads,
+        head_dim::bigint as head_dim,
+        attention_layers::bigint as attention_layers,
+        vocab::bigint as vocab,
+        ffn_matrices::bigint as ffn_matrices,
+        moe_experts::bigint as moe_experts,
+        moe_top_k::bigint as moe_top_k,
         moe_shared_experts::bigint as moe_shared_experts,
-        moe_expert_ffn::bigint     as moe_expert_ffn,
-        moe_dense_layers::bigint   as moe_dense_layers
+        moe_expert_ffn::bigint as moe_expert_ffn,
+        moe_dense_layers::bigint as moe_dense_layers
     from read_csv($model_shapes, header = true, all_varchar = true)
 ),
 
@@ -38,8 +38,8 @@ ceilings as (
     select
         gpu,
         bf16_mamf_tflops::double / bf16_theory_tflops::double as matmul_ceiling_16bit,
-        fp8_mamf_tflops::double / fp8_theory_tflops::double   as matmul_ceiling_lowp,
-        mamf_power_w::double                                  as matmul_ceiling_power_w
+        fp8_mamf_tflops::double / fp8_theory_tflops::double as matmul_ceiling_lowp,
+        mamf_power_w::double as matmul_ceiling_power_w
     from read_csv($matmul_ceilings, header = true, all_varchar = true)
 ),
 
@@ -48,9 +48,11 @@ joined as (
         runs.*,
         -- the row's own shape wins; else the shipped shape of its model_name
         case when runs.n_layers is not null and runs.d_model is not null then runs.n_layers
-             else shapes.n_layers end as shape_n_layers,
+            else shapes.n_layers
+        end as shape_n_layers,
         case when runs.n_layers is not null and runs.d_model is not null then runs.d_model
-             else shapes.d_model end as shape_d_model,
+            else shapes.d_model
+        end as shape_d_model,
         dense_peak_tflops(
             runs.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
             specs.fp8_dense_tflops, specs.fp4_dense_tflops
@@ -71,13 +73,15 @@ joined as (
         coalesce(runs.moe_experts, shapes.moe_experts) as shape_moe_experts,
         coalesce(runs.moe_top_k, shapes.moe_top_k) as shape_moe_top_k,
         coalesce(runs.moe_expert_ffn, shapes.moe_expert_ffn) as shape_moe_expert_ffn,
-        coalesce(runs.moe_shared_experts, shapes.moe_shared_experts,
-                 case when coalesce(runs.moe_experts, shapes.moe_experts) is not null then 0 end)
+        coalesce(
+            runs.moe_shared_experts, shapes.moe_shared_experts,
+            case when coalesce(runs.moe_experts, shapes.moe_experts) is not null then 0 end)
             as shape_moe_shared_experts,
         case when runs.moe_experts is not null and shapes.moe_experts is null then 0
-             else shapes.moe_dense_layers end as shape_moe_dense_layers,
+            else shapes.moe_dense_layers
+        end as shape_moe_dense_layers,
         runs.moe_experts is not null or runs.moe_top_k is not null or runs.moe_expert_ffn is not null
-            or runs.moe_shared_experts is not null as moe_given_by_row,
+        or runs.moe_shared_experts is not null as moe_given_by_row,
         -- the machine: the row's, else the GPU system's default (recorded in *_defaulted)
         coalesce(runs.scale_up_domain_gpus, specs.scale_up_domain_gpus, 1) as machine_scale_up_domain_gpus,
         coalesce(runs.scale_out_gbps_per_gpu, specs.scale_out_gbps_per_gpu) as machine_scale_out_gbps_per_gpu,
@@ -115,68 +119,68 @@ final as (
         run_id,
         gpu,
         num_gpus,
-        log2(num_gpus)                                      as log2_num_gpus,
-        params_b,                                                           -- billions
-        active_params_b,                                                    -- billions
-        active_params_b < params_b                          as is_moe,
-        seq_len,                                                            -- tokens
-        precision,                                                          -- family: the linear matmuls' peak
-        precision_recipe,                                                   -- none | delayed | ... | mx | nv
+        log2(num_gpus) as log2_num_gpus,
+        params_b,                          -- billions
+        active_params_b,                   -- billions
+        active_params_b < params_b as is_moe,
+        seq_len,                           -- tokens
+        precision,                         -- family: the linear matmuls' peak
+        precision_recipe,                  -- none | delayed | ... | mx | nv
         workload,
         micro_batch,
         global_batch_tokens,
-        global_batch_tokens / num_gpus                      as tokens_per_gpu_per_step,
-        activation_checkpointing,                                           -- none | selective | full
+        global_batch_tokens / num_gpus as tokens_per_gpu_per_step,
+        activation_checkpointing,          -- none | selective | full
         framework,
         parallelism,
         optimizer,
         learning_rate,
         source,
-        nullif(split_part(source, ':', 1), '')              as source_group, -- repository, e.g. mosaicml/llm-foundry
-        peak_tflops,                                                        -- dense TFLOP/s per GPU, run's precision
-        peak_16bit_tflops,                                                  -- dense bf16 (else fp16) TFLOP/s per GPU
-        matmul_ceiling_16bit,                       -- measured max achievable bf16 matmul / peak (fraction)
-        matmul_ceiling_lowp,                        -- the same for fp8 (fraction; null where not measured)
-        matmul_ceiling_power_w,                     -- W: board power limit of the part the ceilings were measured on
-        gpu_memory_gb,                                                      -- GB per GPU
-        mem_bandwidth_tbps,                                                 -- TB/s per GPU
-        tdp_w,                                                              -- W per GPU
+        nullif(split_part(source, ':', 1), '') as source_group,  -- repository, e.g. mosaicml/llm-foundry
+        peak_tflops,                       -- dense TFLOP/s per GPU, run's precision
+        peak_16bit_tflops,                 -- dense bf16 (else fp16) TFLOP/s per GPU
+        matmul_ceiling_16bit,    -- measured max achievable bf16 matmul / peak (fraction)
+        matmul_ceiling_lowp,     -- the same for fp8 (fraction; null where not measured)
+        matmul_ceiling_power_w,  -- W: board power limit of the part the ceilings were measured on
+        gpu_memory_gb,                     -- GB per GPU
+        mem_bandwidth_tbps,                -- TB/s per GPU
+        tdp_w,                             -- W per GPU
         intra_node_bw_gbps_unidir,                                          -- GB/s per direction
-        flops_per_token,                                                    -- FLOPs per token
-        attention_flops_per_token,                                          -- FLOPs per token
+        flops_per_token,                   -- FLOPs per token
+        attention_flops_per_token,         -- FLOPs per token
         attention_term_known,
-        shape_n_layers                                      as n_layers,    -- layers (row's shape, else model_shapes.csv)
-        shape_d_model                                       as d_model,     -- hidden size
-        params_b / num_gpus                                 as params_per_gpu_b, -- billions per GPU
-        params_b * 1e9 / (num_gpus * gpu_memory_gb)         as memory_pressure_params_per_gb, -- parameters per GB
-        peak_tflops * 1e12 / flops_per_token                as physics_bound_tokens_per_sec_per_gpu, -- at MFU 1
-        tokens_per_sec_per_gpu,                                             -- target, tokens/s per GPU
-        tokens_per_sec_per_gpu * flops_per_token / 1e12     as achieved_tflops_per_gpu, -- model TFLOP/s per GPU
+        shape_n_layers as n_layers,        -- layers (row's shape, else model_shapes.csv)
+        shape_d_model as d_model,          -- hidden size
+        params_b / num_gpus as params_per_gpu_b,     -- billions per GPU
+        params_b * 1e9 / (num_gpus * gpu_memory_gb) as memory_pressure_params_per_gb, -- parameters per GB
+        peak_tflops * 1e12 / flops_per_token as physics_bound_tokens_per_sec_per_gpu, -- at MFU 1
+        tokens_per_sec_per_gpu,            -- target, tokens/s per GPU
+        tokens_per_sec_per_gpu * flops_per_token / 1e12 as achieved_tflops_per_gpu, -- model TFLOP/s per GPU
         tokens_per_sec_per_gpu * flops_per_token / (peak_tflops * 1e12) as mfu,
-        quality_flag,                                                       -- non-null: kept out of training
-        shape_n_heads                                       as n_heads,     -- attention (query) heads
-        shape_n_kv_heads                                    as n_kv_heads,  -- key/value heads (GQA; MLA: = n_heads)
-        shape_head_dim                                      as head_dim,    -- per head (MLA: mean of q-k and v)
-        shape_attention_layers                              as attention_layers, -- layers with full attention (null: all)
-        shape_vocab                                         as vocab,       -- vocabulary, tokens
-        shape_ffn_matrices                                  as ffn_matrices, -- 3 gated (SwiGLU), 2 plain
-        shape_moe_experts                                   as moe_experts, -- routed experts per MoE layer
-        shape_moe_top_k                                     as moe_top_k,   -- routed experts per token
-        shape_moe_expert_ffn                                as moe_expert_ffn, -- FFN size of one expert
-        shape_moe_shared_experts                            as moe_shared_experts, -- always-on experts per MoE layer
-        shape_moe_dense_layers                              as moe_dense_layers, -- layers without experts
+        quality_flag,                      -- non-null: kept out of training
+        shape_n_heads as n_heads,          -- attention (query) heads
+        shape_n_kv_heads as n_kv_heads,    -- key/value heads (GQA; MLA: = n_heads)
+        shape_head_dim as head_dim,        -- per head (MLA: mean of q-k and v)
+        shape_attention_layers as attention_layers,  -- layers with full attention (null: all)
+        shape_vocab as vocab,              -- vocabulary, tokens
+        shape_ffn_matrices as ffn_matrices,                      -- 3 gated (SwiGLU), 2 plain
+        shape_moe_experts as moe_experts,  -- routed experts per MoE layer
+        shape_moe_top_k as moe_top_k,      -- routed experts per token
+        shape_moe_expert_ffn as moe_expert_ffn, -- FFN size of one expert
+        shape_moe_shared_experts as moe_shared_experts, -- always-on experts per MoE layer
+        shape_moe_dense_layers as moe_dense_layers,  -- layers without experts
         case
             when not (active_params_b < params_b) then null
             when shape_moe_experts is null or shape_moe_top_k is null or shape_moe_expert_ffn is null
                 then 'estimated'
             when moe_given_by_row then 'row'
             else 'reference'
-        end                                                 as moe_shape_source, -- row | reference | estimated
-        machine_scale_up_domain_gpus                        as scale_up_domain_gpus, -- GPUs sharing NVLink/xGMI
-        intra_node_bw_gbps_unidir                           as scale_up_gbps_per_gpu, -- GB/s per direction
-        machine_scale_out_gbps_per_gpu                      as scale_out_gbps_per_gpu, -- Gb/s per GPU (network)
-        scale_up_defaulted,                                 -- true: the GPU system's default domain
-        scale_out_defaulted                                 -- true: the GPU system's default network
+        end as moe_shape_source,                     -- row | reference | estimated
+        machine_scale_up_domain_gpus as scale_up_domain_gpus, -- GPUs sharing NVLink/xGMI
+        intra_node_bw_gbps_unidir as scale_up_gbps_per_gpu, -- GB/s per direction
+        machine_scale_out_gbps_per_gpu as scale_out_gbps_per_gpu, -- Gb/s per GPU (network)
+        scale_up_defaulted,  -- true: the GPU system's default domain
+        scale_out_defaulted  -- true: the GPU system's default network
     from per_token
 )
 

@@ -4,7 +4,7 @@ with ingested as (
     select d.url, d.watermark
     from raw.downloads as d
     inner join raw.ingested_files as f
-        on f.dataset = 'prices' and f.content_sha256 = d.content_sha256
+        on f.dataset = 'prices' and d.content_sha256 = f.content_sha256
     where d.provider = 'aws-spot' and d.watermark is not null
 ),
 

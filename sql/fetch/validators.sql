@@ -12,7 +12,7 @@ with downloaded as (
         row_number() over (partition by d.url order by d.downloaded_at desc) as recency
     from raw.downloads as d
     left join raw.ingested_files as f
-        on f.dataset = 'prices' and f.content_sha256 = d.content_sha256
+        on f.dataset = 'prices' and d.content_sha256 = f.content_sha256
     where d.outcome = 'downloaded' and d.provider = $provider
 ),
 

@@ -3,6 +3,6 @@
 -- row's (content_sha256, source_line) names its line: raw.ingested_files.landed_path says which file.
 select row_number() over () as line, text
 from read_csv(
-    $landed_file, compression = 'zstd', columns = {'text': 'varchar'}, header = false, delim = chr(0),
-    quote = '', escape = '', auto_detect = false
-)
+        $landed_file, compression = 'zstd', columns = { 'text': 'varchar' }, header = false, delim = chr(0),
+        quote = '', escape = '', auto_detect = false
+    )

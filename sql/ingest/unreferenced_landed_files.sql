@@ -24,8 +24,8 @@ final as (
     anti join referenced using (content_sha256)
     -- one landed file can serve several registry rows (the same bytes under two datasets): kept while any does
     where landed.ingested_at < $before and landed.landed_path not in (
-        select l.landed_path from landed as l semi join referenced using (content_sha256)
-    )
+            select l.landed_path from landed as l semi join referenced as r on l.content_sha256 = r.content_sha256
+        )
 )
 
 select * from final order by landed_path

@@ -32,7 +32,7 @@ counts as (
 rungs as (
     select bounded.*, counts.instances
     from bounded
-    join counts on counts.instances > bounded.min_instances and counts.instances < bounded.max_instances
+    inner join counts on bounded.min_instances < counts.instances and bounded.max_instances > counts.instances
     union
     select bounded.*, min_instances from bounded
     union
@@ -51,9 +51,11 @@ final as (
         instances,
         instances * gpus_per_instance as gpus,
         marts.run_scale_up_domain_gpus(scale_up_domain_gpus, instances * gpus_per_instance) as run_domain_gpus,
-        concat_ws('|', workload, gpu, (instances * gpus_per_instance)::bigint, run_precision,
+        concat_ws(
+            '|', workload, gpu, (instances * gpus_per_instance)::bigint, run_precision,
             marts.run_scale_up_domain_gpus(scale_up_domain_gpus, instances * gpus_per_instance),
-            round(scale_out_gbps_per_gpu, 3)) as run_id
+            round(scale_out_gbps_per_gpu, 3)
+        ) as run_id
     from rungs
 )
 

@@ -35,7 +35,7 @@ rungs as (
             as hours_to_finish,
         workloads.deadline_hours
     from ranking_ladder as ladder
-    join workloads using (workload)
+    inner join workloads using (workload)
     left join ranking_predictions as predictions using (run_id)
 ),
 
@@ -57,9 +57,9 @@ spot_history as (
 spot_spread as (
     select
         provider, region, zone_key, instance_type,
-        median(usd_per_hour)                   as spot_usd_per_hour_median,
-        quantile_cont(usd_per_hour, 0.95)      as spot_usd_per_hour_p95,
-        count(*)                               as spot_history_observations
+        median(usd_per_hour) as spot_usd_per_hour_median,
+        quantile_cont(usd_per_hour, 0.95) as spot_usd_per_hour_p95,
+        count(*) as spot_history_observations
     from spot_history
     where observed_at > newest - to_days($history_window_days::integer)
     group by all
@@ -74,9 +74,9 @@ measured_power as (
     select
         runs.gpu,
         median(marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w)) as measured_fraction_of_tdp,
-        count(*)                                                           as power_runs
+        count(*) as power_runs
     from core.telemetry_runs as runs
-    inner join core.gpu_specs as specs on specs.gpu = runs.gpu
+    inner join core.gpu_specs as specs on runs.gpu = specs.gpu
     where marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w) is not null
     group by runs.gpu
 ),
@@ -103,18 +103,24 @@ terms as (
         marts.utilisation_of_tdp(measured_power.measured_fraction_of_tdp, $utilisation_of_tdp::double)
             as utilisation_of_tdp,
         case when measured_power.measured_fraction_of_tdp is not null
-             then format('measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU',
-                measured_power.power_runs)
-             else 'default: config/ranking.toml [energy] utilisation_of_tdp'
+                then format(
+                        'measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU',
+                        measured_power.power_runs
+                    )
+            else 'default: config/ranking.toml [energy] utilisation_of_tdp'
         end as utilisation_of_tdp_source,
-        marts.pue(marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh), candidates.offer_pue,
-            $owned_pue, $cloud_pue) as pue,
-        marts.billed_usd_per_kwh(marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh),
-            candidates.electricity_usd_per_kwh) as billed_usd_per_kwh,
+        marts.pue(
+            marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh), candidates.offer_pue,
+            $owned_pue, $cloud_pue
+        ) as pue,
+        marts.billed_usd_per_kwh(
+            marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh),
+            candidates.electricity_usd_per_kwh
+        ) as billed_usd_per_kwh,
         $resale_fraction::double as resale_fraction
     from ranking_candidates as candidates
-    left join rates on rates.provider = candidates.provider
-    left join measured_power on measured_power.gpu = candidates.gpu
+    left join rates on candidates.provider = rates.provider
+    left join measured_power on candidates.gpu = measured_power.gpu
 ),
 
 -- Every rung of every rankable offer, on a narrow projection: its expected hours and total (the same macros as
@@ -127,15 +133,19 @@ evaluated as (
         judged.has_prediction,
         judged.feasible,
         judged.hours_to_finish,
-        marts.expected_hours(judged.hours_to_finish, judged.instances, terms.interruption_rate_per_hour,
-            terms.lost_hours_per_interruption) as expected_hours,
-        marts.expected_total_usd(terms.token_budget, judged.predicted_tokens_per_sec_per_gpu, judged.gpus,
+        marts.expected_hours(
+            judged.hours_to_finish, judged.instances, terms.interruption_rate_per_hour,
+            terms.lost_hours_per_interruption
+        ) as expected_hours,
+        marts.expected_total_usd(
+            terms.token_budget, judged.predicted_tokens_per_sec_per_gpu, judged.gpus,
             judged.instances, terms.usd_per_hour, terms.interruption_rate_per_hour,
             terms.lost_hours_per_interruption, terms.tdp_w, terms.utilisation_of_tdp, terms.pue,
             terms.billed_usd_per_kwh, terms.term_hours, terms.resale_fraction, terms.checkpoints_kept,
-            terms.checkpoint_gb, terms.storage_usd_per_gb_month) as expected_total_usd
+            terms.checkpoint_gb, terms.storage_usd_per_gb_month
+        ) as expected_total_usd
     from terms
-    join judged using (shape_id)
+    inner join judged using (shape_id)
     where terms.pre_reason is null
 ),
 
@@ -147,8 +157,10 @@ picked as (
         candidate_id,
         arg_min(instances, {
             infeasible: not feasible,
-            key: coalesce(case when feasible then round(expected_total_usd, 2) else round(hours_to_finish * 3600) end,
-                'infinity'::double),
+            key: coalesce(
+                case when feasible then round(expected_total_usd, 2) else round(hours_to_finish * 3600) end,
+                'infinity'::double
+            ),
             instances: instances
         }) as cheapest_instances,
         arg_min(instances, {
@@ -161,7 +173,8 @@ picked as (
 ),
 
 choices as (
-    select * from (values ('cheapest'), ('fastest')) as choice(cluster_choice)
+    -- AL05 waived below: the alias names the values' column, which the select reads through *
+    select * from (values ('cheapest'), ('fastest')) as choice (cluster_choice)  -- noqa: AL05
 ),
 
 -- Ranks over the ranked choices only, on a narrow projection (a window sorts every column it carries): by cost
@@ -172,17 +185,22 @@ ranks as (
         evaluated.candidate_id,
         choices.cluster_choice,
         case when choices.cluster_choice = 'cheapest' then rank() over (
-            partition by evaluated.workload, choices.cluster_choice
-            order by evaluated.expected_total_usd, evaluated.expected_hours) end as rank_by_cost,
+                    partition by evaluated.workload, choices.cluster_choice
+                    order by evaluated.expected_total_usd, evaluated.expected_hours
+                )
+        end as rank_by_cost,
         case when choices.cluster_choice = 'fastest' then rank() over (
-            partition by evaluated.workload, choices.cluster_choice
-            order by evaluated.expected_hours, evaluated.expected_total_usd) end as rank_by_time
+                    partition by evaluated.workload, choices.cluster_choice
+                    order by evaluated.expected_hours, evaluated.expected_total_usd
+                )
+        end as rank_by_time
     from picked
     cross join choices
-    join evaluated
-        on evaluated.candidate_id = picked.candidate_id
-        and evaluated.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
-                                                              else picked.fastest_instances end
+    inner join evaluated
+        on picked.candidate_id = evaluated.candidate_id
+            and evaluated.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                else picked.fastest_instances
+            end
     where evaluated.has_prediction and evaluated.feasible
 ),
 
@@ -213,18 +231,19 @@ joined as (
         spot_spread.spot_history_observations,
         coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
     from candidates
-    join terms using (candidate_id)
+    inner join terms using (candidate_id)
     cross join choices
     left join picked using (candidate_id)
     left join judged
-        on judged.shape_id = candidates.shape_id
-        and judged.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
-                                                           else picked.fastest_instances end
+        on candidates.shape_id = judged.shape_id
+            and judged.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
+                else picked.fastest_instances
+            end
     left join spot_spread
         on candidates.pricing = 'spot'
-        and spot_spread.provider = candidates.provider and spot_spread.region = candidates.region
-        and spot_spread.zone_key = candidates.zone_key and spot_spread.instance_type = candidates.instance_type
-    left join telemetry on telemetry.gpu = candidates.gpu
+            and candidates.provider = spot_spread.provider and candidates.region = spot_spread.region
+            and candidates.zone_key = spot_spread.zone_key and candidates.instance_type = spot_spread.instance_type
+    left join telemetry on candidates.gpu = telemetry.gpu
 ),
 
 costed as (
@@ -236,18 +255,24 @@ costed as (
             as expected_interruptions,
         marts.expected_hours(hours_to_finish, instances, interruption_rate_per_hour, lost_hours_per_interruption)
             as expected_hours,
-        marts.expected_total_usd(token_budget, predicted_tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
+        marts.expected_total_usd(
+            token_budget, predicted_tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
             billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
-            storage_usd_per_gb_month) as expected_total_usd,
-        marts.expected_total_usd(token_budget, predicted_high, gpus, instances, usd_per_hour,
+            storage_usd_per_gb_month
+        ) as expected_total_usd,
+        marts.expected_total_usd(
+            token_budget, predicted_high, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
             billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
-            storage_usd_per_gb_month) as total_usd_at_high,
-        marts.expected_total_usd(token_budget, predicted_low, gpus, instances, usd_per_hour,
+            storage_usd_per_gb_month
+        ) as total_usd_at_high,
+        marts.expected_total_usd(
+            token_budget, predicted_low, gpus, instances, usd_per_hour,
             interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
             billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
-            storage_usd_per_gb_month) as total_usd_at_low
+            storage_usd_per_gb_month
+        ) as total_usd_at_low
     from joined
 ),
 
@@ -259,8 +284,10 @@ reasoned as (
         marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue) as energy_kwh,
         marts.co2e_kg(marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue), grid_gco2e_per_kwh)
             as co2e_kg,
-        marts.co2e_kg_per_mtoken(marts.co2e_kg(marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours,
-            pue), grid_gco2e_per_kwh), token_budget) as co2e_kg_per_mtoken,
+        marts.co2e_kg_per_mtoken(marts.co2e_kg(marts.energy_kwh(
+            gpus, tdp_w, utilisation_of_tdp, expected_hours,
+            pue
+        ), grid_gco2e_per_kwh), token_budget) as co2e_kg_per_mtoken,
         marts.energy_usd(billed_usd_per_kwh, marts.energy_kwh(gpus, tdp_w, utilisation_of_tdp, expected_hours, pue))
             as energy_usd,
         marts.checkpoint_storage_usd(checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month, expected_hours)
@@ -275,10 +302,14 @@ reasoned as (
         coalesce(
             pre_reason,
             case when not has_prediction then coalesce($no_model_reason, format(
-                'the model gave no throughput for {} on {} GPUs at {}', gpu, gpus::bigint, run_precision)) end,
+                        'the model gave no throughput for {} on {} GPUs at {}', gpu, gpus::bigint, run_precision
+                    ))
+            end,
             case when not feasible then format(
-                'cannot finish within {} h with at most {} GPUs: fastest is {:.0f} h on {} GPUs',
-                deadline_hours, max_gpus, hours_to_finish, gpus::bigint) end
+                        'cannot finish within {} h with at most {} GPUs: fastest is {:.0f} h on {} GPUs',
+                        deadline_hours, max_gpus, hours_to_finish, gpus::bigint
+                    )
+            end
         ) as not_ranked_reason
     from costed
 ),
@@ -289,20 +320,27 @@ noted as (
         *,
         case
             when term_hours is null or expected_hours is null then null
-            when on_demand_usd_per_hour is null then
-                'no on-demand price for this instance in this region: break-even unknown'
-            when break_even_hours is null or break_even_hours >= term_hours then format(
-                'never pays: the {:.0f}-hour term at {:.4f} USD/h costs more than on demand ({:.4f} USD/h) '
-                || 'even if every hour is used', term_hours, usd_per_hour, on_demand_usd_per_hour)
+            when on_demand_usd_per_hour is null
+                then
+                    'no on-demand price for this instance in this region: break-even unknown'
+            when break_even_hours is null or break_even_hours >= term_hours
+                then format(
+                        'never pays: the {:.0f}-hour term at {:.4f} USD/h costs more than on demand ({:.4f} USD/h) '
+                        || 'even if every hour is used', term_hours, usd_per_hour, on_demand_usd_per_hour
+                    )
             when expected_compute_usd > marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0)
-            then format(
-                'run too short for the commitment to pay: {:.0f} h of use per instance, break-even {:.0f} h; '
-                || 'on demand costs {:.0f} USD less', expected_hours, break_even_hours,
-                expected_compute_usd - marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0))
+                then format(
+                        'run too short for the commitment to pay: {:.0f} h of use per instance, break-even {:.0f} h; '
+                        || 'on demand costs {:.0f} USD less', expected_hours, break_even_hours,
+                        expected_compute_usd
+                        - marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0)
+                    )
             else format(
-                'pays: {:.0f} h of use per instance, break-even {:.0f} h; saves {:.0f} USD against on demand',
-                expected_hours, break_even_hours,
-                marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0) - expected_compute_usd)
+                    'pays: {:.0f} h of use per instance, break-even {:.0f} h; saves {:.0f} USD against on demand',
+                    expected_hours, break_even_hours,
+                    marts.instance_usd(instances, on_demand_usd_per_hour, expected_hours, null, 0.0)
+                    - expected_compute_usd
+                )
         end as commitment_note
     from reasoned
 ),
@@ -310,8 +348,8 @@ noted as (
 final as (
     select
         noted.*,
-        $publish_date::date                         as publish_date,
-        $published_at::timestamptz                  as published_at,
+        $publish_date::date as publish_date,
+        $published_at::timestamptz as published_at,
         min_gpus_for_memory is not null and min_instances * gpus_per_instance <= max_gpus as fits_in_memory,
         marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb,
         ranks.rank_by_cost,

@@ -9,7 +9,7 @@ final as (
     select
         $publish_date::date as publish_date,
         gpu,
-        source              as gpu_spec_source
+        source as gpu_spec_source
     from specs
 )
 

@@ -48,15 +48,17 @@ carbon as (
     select provider, region, grid_gco2e_per_kwh, format('{} ({})', source, year) as co2e_source
     from core.region_carbon
     union all
-    select 'owned', region, grid_gco2e_per_kwh, 'config/ranking.toml [carbon] owned_gco2e_per_kwh'
+    select
+        'owned' as provider, region, grid_gco2e_per_kwh,
+        'config/ranking.toml [carbon] owned_gco2e_per_kwh' as co2e_source
     from ranking_owned_carbon
 ),
 
 storage_listed as (
     select listed.provider, listed.region, listed.usd_per_gb_month, listed.source_file
     from core.storage_prices_current as listed
-    join storage_config
-        on storage_config.provider = listed.provider and storage_config.storage_type = listed.storage_type
+    inner join storage_config
+        on listed.provider = storage_config.provider and listed.storage_type = storage_config.storage_type
 ),
 
 joined as (
@@ -68,71 +70,86 @@ joined as (
         offers.instance_type,
         offers.pricing,
         offers.gpu,
-        offers.gpu_count                                   as gpus_per_instance,
+        offers.gpu_count as gpus_per_instance,
         offers.usd_per_hour,
         offers.usd_per_gpu_hour,
         offers.observed_at,
         offers.source_file,
         offers.source_line,
         offers.electricity_usd_per_kwh,
-        offers.pue                                         as offer_pue,
+        offers.pue as offer_pue,
         offers.term_hours,
         offers.upfront_usd,
         offers.recurring_usd_per_hour,
         offers.purchase_option,
         offers.offering_class,
         on_demand.on_demand_usd_per_hour,
-        coalesce(storage_listed.usd_per_gb_month, storage_config.usd_per_gb_month,
-            $default_storage_usd_per_gb_month::double)    as storage_usd_per_gb_month,
+        coalesce(
+            storage_listed.usd_per_gb_month, storage_config.usd_per_gb_month,
+            $default_storage_usd_per_gb_month::double
+        ) as storage_usd_per_gb_month,
         case when storage_listed.usd_per_gb_month is not null then 'price list: ' || storage_listed.source_file
-             else 'config/ranking.toml [checkpoints]' end  as storage_price_source,
+            else 'config/ranking.toml [checkpoints]'
+        end as storage_price_source,
         marts.scale_up_domain_gpus(machines.scale_up_domain_gpus, offers.gpu_count) as scale_up_domain_gpus,
         marts.scale_out_gbps_per_gpu(machines.network_gbps, offers.gpu_count, $default_scale_out_gbps_per_gpu::double)
-                                                           as scale_out_gbps_per_gpu,
-        coalesce(machines.network_kind, 'unknown')         as network_kind,
+            as scale_out_gbps_per_gpu,
+        coalesce(machines.network_kind, 'unknown') as network_kind,
         case
             when machines.network_gbps is not null then 'data/reference/instance_machines.csv: ' || machines.source
-            when machines.provider is not null then
-                'network defaulted (config/ranking.toml [machines]); data/reference/instance_machines.csv: '
-                || machines.source
+            when machines.provider is not null
+                then
+                    'network defaulted (config/ranking.toml [machines]); data/reference/instance_machines.csv: '
+                    || machines.source
             else 'defaulted: not in data/reference/instance_machines.csv; scale-up domain = the instance''s GPUs, '
                 || 'network = config/ranking.toml [machines] default_scale_out_gbps_per_gpu'
-        end                                                as machine_source,
+        end as machine_source,
         carbon.grid_gco2e_per_kwh,
-        coalesce(carbon.co2e_source, format('no grid carbon intensity for {} {} (data/reference/region_carbon.csv{})',
+        coalesce(carbon.co2e_source, format(
+            'no grid carbon intensity for {} {} (data/reference/region_carbon.csv{})',
             offers.provider, offers.region,
-            case when offers.provider = 'owned' then ', config/ranking.toml [carbon] owned_gco2e_per_kwh' else '' end))
-                                                           as co2e_source,
-        specs.gpu is not null                              as has_spec,
-        specs.memory_gb                                    as gpu_memory_gb,
+            case when offers.provider = 'owned' then ', config/ranking.toml [carbon] owned_gco2e_per_kwh' else '' end
+        ))
+            as co2e_source,
+        specs.gpu is not null as has_spec,
+        specs.memory_gb as gpu_memory_gb,
         specs.tdp_w,
-        dense_peak_tflops(workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
-            specs.fp8_dense_tflops, specs.fp4_dense_tflops) as native_peak_tflops,
-        dense_peak_tflops(workloads.fallback_precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
-            specs.fp8_dense_tflops, specs.fp4_dense_tflops) as fallback_peak_tflops
+        dense_peak_tflops(
+            workloads.precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops
+        ) as native_peak_tflops,
+        dense_peak_tflops(
+            workloads.fallback_precision, specs.fp16_dense_tflops, specs.bf16_dense_tflops,
+            specs.fp8_dense_tflops, specs.fp4_dense_tflops
+        ) as fallback_peak_tflops
     from workloads
     cross join offers
     left join specs on offers.gpu = specs.gpu
     left join on_demand
-        on on_demand.provider = offers.provider and on_demand.region = offers.region
-        and on_demand.instance_type = offers.instance_type
-    left join machines on machines.provider = offers.provider and machines.instance_type = offers.instance_type
-    left join carbon on carbon.provider = offers.provider and carbon.region = offers.region
-    left join storage_config on storage_config.provider = offers.provider
-    left join storage_listed on storage_listed.provider = offers.provider and storage_listed.region = offers.region
+        on offers.provider = on_demand.provider and offers.region = on_demand.region
+            and offers.instance_type = on_demand.instance_type
+    left join machines on offers.provider = machines.provider and offers.instance_type = machines.instance_type
+    left join carbon on offers.provider = carbon.provider and offers.region = carbon.region
+    left join storage_config on offers.provider = storage_config.provider
+    left join storage_listed on offers.provider = storage_listed.provider and offers.region = storage_listed.region
 ),
 
 memory as (
     select
         *,
         case when native_peak_tflops is not null then precision
-             when fallback_peak_tflops is not null then fallback_precision end          as run_precision,
-        coalesce(native_peak_tflops, fallback_peak_tflops)                               as peak_tflops,
-        marts.model_state_bytes(workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes,
-            optimizer_bytes, adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes) as state_bytes,
-        marts.activation_bytes(seq_len, micro_batch, d_model, n_layers)                  as act_bytes,
-        marts.checkpoint_bytes(workload_type, params_b, weight_bytes, master_weight_bytes, optimizer_bytes,
-            adapter_params_fraction) / 1e9                                               as checkpoint_gb
+            when fallback_peak_tflops is not null then fallback_precision
+        end as run_precision,
+        coalesce(native_peak_tflops, fallback_peak_tflops) as peak_tflops,
+        marts.model_state_bytes(
+            workload_type, params_b, weight_bytes, grad_bytes, master_weight_bytes,
+            optimizer_bytes, adapter_params_fraction, qlora_weight_bytes, lora_weight_bytes
+        ) as state_bytes,
+        marts.activation_bytes(seq_len, micro_batch, d_model, n_layers) as act_bytes,
+        marts.checkpoint_bytes(
+            workload_type, params_b, weight_bytes, master_weight_bytes, optimizer_bytes,
+            adapter_params_fraction
+        ) / 1e9 as checkpoint_gb
     from joined
 ),
 
@@ -154,8 +171,10 @@ instances as (
 shaped as (
     select
         *,
-        hash(workload, gpu, run_precision, gpus_per_instance, min_instances, scale_up_domain_gpus,
-            scale_out_gbps_per_gpu) as shape_id
+        hash(
+            workload, gpu, run_precision, gpus_per_instance, min_instances, scale_up_domain_gpus,
+            scale_out_gbps_per_gpu
+        ) as shape_id
     from instances
 ),
 
@@ -164,33 +183,49 @@ final as (
         *,
         row_number() over () as candidate_id,
         state_bytes / 1e9 as model_state_gb,
-        act_bytes / 1e9   as activation_gb_per_gpu,
+        act_bytes / 1e9 as activation_gb_per_gpu,
         case
-            when observed_at::date < $publish_date::date - $max_price_age_days::integer then
-                format('stale price: last observed {} ({} days before this night; the limit is {} days, '
-                    || 'config/ranking.toml [prices])', observed_at::date,
-                    date_diff('day', observed_at::date, $publish_date::date), $max_price_age_days)
-            when not has_spec then
-                format('no row for GPU {} in gpu_specs ({}): cannot size or predict', gpu, $gpu_specs_file)
-            when gpus_per_instance < 1 then
-                format('partitioned GPU ({} of a {}): throughput is modelled for whole GPUs', gpus_per_instance, gpu)
-            when providers is not null and not list_contains(providers, provider) then
-                format('provider {} is not in the workload''s providers', provider)
-            when regions is not null and not list_contains(regions, region) then
-                format('region {} is not in the workload''s regions', region)
+            when observed_at::date < $publish_date::date - $max_price_age_days::integer
+                then
+                    format(
+                        'stale price: last observed {} ({} days before this night; the limit is {} days, '
+                        || 'config/ranking.toml [prices])', observed_at::date,
+                        date_diff('day', observed_at::date, $publish_date::date), $max_price_age_days
+                    )
+            when not has_spec
+                then
+                    format('no row for GPU {} in gpu_specs ({}): cannot size or predict', gpu, $gpu_specs_file)
+            when gpus_per_instance < 1
+                then
+                    format(
+                        'partitioned GPU ({} of a {}): throughput is modelled for whole GPUs', gpus_per_instance, gpu
+                    )
+            when providers is not null and not list_contains(providers, provider)
+                then
+                    format('provider {} is not in the workload''s providers', provider)
+            when regions is not null and not list_contains(regions, region)
+                then
+                    format('region {} is not in the workload''s regions', region)
             when pricing = 'spot' and not spot_allowed then 'spot offers excluded (spot_allowed = false)'
-            when marts.is_owned(provider, electricity_usd_per_kwh) and tdp_w is null then
-                format('owned {} has no tdp_w in gpu_specs: its energy cannot be costed', gpu)
-            when run_precision is null then
-                format('{} has no dense peak for {} (nor {}) in gpu_specs', gpu, precision, fallback_precision)
-            when min_gpus_for_memory is null then
-                format('does not fit: activations alone ({:.1f} GB per GPU) exceed {:.1f} GB usable of {} GB',
-                    act_bytes / 1e9, gpu_memory_gb * usable_fraction, gpu_memory_gb)
+            when marts.is_owned(provider, electricity_usd_per_kwh) and tdp_w is null
+                then
+                    format('owned {} has no tdp_w in gpu_specs: its energy cannot be costed', gpu)
+            when run_precision is null
+                then
+                    format('{} has no dense peak for {} (nor {}) in gpu_specs', gpu, precision, fallback_precision)
+            when min_gpus_for_memory is null
+                then
+                    format(
+                        'does not fit: activations alone ({:.1f} GB per GPU) exceed {:.1f} GB usable of {} GB',
+                        act_bytes / 1e9, gpu_memory_gb * usable_fraction, gpu_memory_gb
+                    )
             when min_instances * gpus_per_instance > max_gpus then
-                format('does not fit: needs {} GPUs ({} x {}-GPU instances) to hold {:.0f} GB of model state '
+                format(
+                    'does not fit: needs {} GPUs ({} x {}-GPU instances) to hold {:.0f} GB of model state '
                     || 'plus {:.1f} GB activations per GPU in {} GB cards; max_gpus is {}',
                     (min_instances * gpus_per_instance)::bigint, min_instances, gpus_per_instance::bigint,
-                    state_bytes / 1e9, act_bytes / 1e9, gpu_memory_gb, max_gpus)
+                    state_bytes / 1e9, act_bytes / 1e9, gpu_memory_gb, max_gpus
+                )
         end as pre_reason
     from shaped
 )

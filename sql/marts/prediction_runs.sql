@@ -14,7 +14,7 @@ final as (
     select
         rungs.run_id,
         rungs.gpu,
-        rungs.gpus::bigint                as num_gpus,
+        rungs.gpus::bigint as num_gpus,
         workloads.model_name,
         workloads.params_b,
         workloads.active_params_b,
@@ -25,19 +25,19 @@ final as (
         workloads.moe_expert_ffn,
         workloads.moe_shared_experts,
         workloads.seq_len,
-        rungs.run_precision               as precision,
+        rungs.run_precision as precision,
         -- the recipe a run of that family uses by default: Transformer Engine delayed scaling, NVFP4
         case rungs.run_precision when 'fp8' then 'delayed' when 'fp4' then 'nv' else 'none' end
-                                          as precision_recipe,
-        workloads.workload_type           as workload,
+            as precision_recipe,
+        workloads.workload_type as workload,
         workloads.micro_batch,
         workloads.global_batch_tokens,
-        'full'                            as activation_checkpointing,
+        'full' as activation_checkpointing,
         workloads.optimizer,
-        rungs.run_domain_gpus             as scale_up_domain_gpus,
+        rungs.run_domain_gpus as scale_up_domain_gpus,
         rungs.scale_out_gbps_per_gpu
     from rungs
-    join workloads using (workload)
+    inner join workloads using (workload)
 )
 
 select * from final order by run_id;

@@ -7,7 +7,7 @@ with training_runs as (
 final as (
     select * from training_runs
     where tokens_per_sec_per_gpu is not null  -- tokens/s per GPU (the target)
-      and quality_flag is null                -- the source doubts the row: reported, not trained on
+        and quality_flag is null              -- the source doubts the row: reported, not trained on
 )
 
 select * from final order by run_id

@@ -6,19 +6,19 @@
 with ranked as (
     select * from gpu_cost_ranking
     where not_ranked_reason is null
-      and cluster_choice = case when $sort_by = 'time' then 'fastest' else 'cheapest' end
+        and cluster_choice = case when $sort_by = 'time' then 'fastest' else 'cheapest' end
 ),
 
 filtered as (
     select * from ranked
     where ($workload is null or workload = $workload)
-      and ($gpu is null or contains(lower(gpu), lower($gpu)))
-      and ($provider is null or lower(provider) = lower($provider))
-      and ($region is null or lower(region) = lower($region))
-      and ($pricing is null or pricing = $pricing)
-      and ($max_hours is null or expected_hours <= $max_hours)
-      and ($max_usd is null or expected_total_usd <= $max_usd)
-      and ($max_co2_kg is null or co2e_kg <= $max_co2_kg)
+        and ($gpu is null or contains(lower(gpu), lower($gpu)))
+        and ($provider is null or lower(provider) = lower($provider))
+        and ($region is null or lower(region) = lower($region))
+        and ($pricing is null or pricing = $pricing)
+        and ($max_hours is null or expected_hours <= $max_hours)
+        and ($max_usd is null or expected_total_usd <= $max_usd)
+        and ($max_co2_kg is null or co2e_kg <= $max_co2_kg)
 ),
 
 numbered as (
@@ -47,21 +47,21 @@ final as (
         gpu,
         cluster_choice,
         instances,
-        gpus::bigint                 as gpus,
-        scale_up_domain_gpus,        -- GPUs sharing NVLink/xGMI
-        scale_out_gbps_per_gpu,      -- Gb/s per GPU between instances
+        gpus::bigint as gpus,
+        scale_up_domain_gpus,    -- GPUs sharing NVLink/xGMI
+        scale_out_gbps_per_gpu,  -- Gb/s per GPU between instances
         network_kind,
         predicted_tokens_per_sec_per_gpu,  -- tokens/s per GPU
-        expected_hours,              -- h including preemption
-        expected_total_usd,          -- USD
-        usd_per_mtoken,              -- USD per million tokens
-        usd_per_mtoken_low,          -- USD per million tokens, 80% interval
+        expected_hours,          -- h including preemption
+        expected_total_usd,      -- USD
+        usd_per_mtoken,          -- USD per million tokens
+        usd_per_mtoken_low,      -- USD per million tokens, 80% interval
         usd_per_mtoken_high,
-        energy_kwh,                  -- kWh
-        co2e_kg,                     -- kg CO2e (operational; null = no grid intensity for the region)
+        energy_kwh,              -- kWh
+        co2e_kg,                 -- kg CO2e (operational; null = no grid intensity for the region)
         co2e_kg_per_mtoken,
         co2e_source,
-        telemetry_runs_for_gpu,      -- telemetry runs behind this GPU's prediction
+        telemetry_runs_for_gpu,  -- telemetry runs behind this GPU's prediction
         model_version,
         position_in_workload
     from numbered

@@ -2,6 +2,7 @@
 -- so a damaged block fails here, before any work starts, instead of halfway through the night.
 with final as (
     select count(*) as row_count, sum(hash(t)::hugeint) as row_hash_sum
-    from query_table($name) t
+    from query_table($name) as t
 )
+
 select * from final;

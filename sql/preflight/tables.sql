@@ -4,5 +4,6 @@ with final as (
     from duckdb_tables()
     where not temporary and database_name = current_database()
 )
+
 select * from final
 order by table_name;

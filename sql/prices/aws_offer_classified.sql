@@ -20,8 +20,9 @@ kinds as (
     select
         *,
         case when product_family = 'Storage' and term_type = 'OnDemand' and unit = 'GB-Mo'
-                  and trim(coalesce(volume_api_name, '')) != ''
-             then 'storage' end as record_kind
+                and trim(coalesce(volume_api_name, '')) != ''
+                then 'storage'
+        end as record_kind
     from lines
 ),
 
@@ -29,20 +30,20 @@ classified as (
     select
         kinds.*,
         case
-            when record_kind = 'storage' then null
-            when not coalesce(starts_with(product_family, 'Compute Instance'), false)
+            when kinds.record_kind = 'storage' then null
+            when not coalesce(starts_with(kinds.product_family, 'Compute Instance'), false)
                 then 'not a compute instance (storage, data transfer, ...)'
-            when coalesce(term_type not in ('OnDemand', 'Reserved'), true)
+            when coalesce(kinds.term_type not in ('OnDemand', 'Reserved'), true)
                 then 'neither on-demand nor a reserved term'
-            when term_type = 'OnDemand' and coalesce(unit != 'Hrs', true)
+            when kinds.term_type = 'OnDemand' and coalesce(kinds.unit != 'Hrs', true)
                 then 'not an hourly price (upfront fee or other unit)'
-            when coalesce(operating_system != 'Linux', true)
+            when coalesce(kinds.operating_system != 'Linux', true)
                 then 'operating system not Linux (Windows, RHEL, SUSE, Ubuntu Pro, ...)'
-            when coalesce(tenancy != 'Shared', true) then 'tenancy not Shared (Dedicated or Host)'
-            when coalesce(trim(pre_installed_sw) != '' and pre_installed_sw != 'NA', false)
+            when coalesce(kinds.tenancy != 'Shared', true) then 'tenancy not Shared (Dedicated or Host)'
+            when coalesce(trim(kinds.pre_installed_sw) != '' and kinds.pre_installed_sw != 'NA', false)
                 then 'pre-installed software (e.g. SQL Server)'
-            when coalesce(capacity_status != 'Used', true) then 'capacity status not Used (capacity reservations)'
-            when coalesce(currency != 'USD', true) then 'not priced in USD'
+            when coalesce(kinds.capacity_status != 'Used', true) then 'capacity status not Used (capacity reservations)'
+            when coalesce(kinds.currency != 'USD', true) then 'not priced in USD'
         end as rule_broken
     from kinds
 ),
@@ -50,13 +51,13 @@ classified as (
 with_shapes as (
     select
         classified.*,
-        shapes.gpu_name                                   as gpu_name_ref,
-        try_cast(shapes.gpu_count as double)              as gpu_count_ref,
-        try_cast(shapes.gpu_memory_gb as double)          as gpu_memory_ref,
+        shapes.gpu_name as gpu_name_ref,
+        try_cast(shapes.gpu_count as double) as gpu_count_ref,
+        try_cast(shapes.gpu_memory_gb as double) as gpu_memory_ref,
         coalesce(classified.rule_broken, case
             when record_kind is null and shapes.gpu_name is null
                 and not coalesce(try_cast(gpu_attribute as double) > 0, false)
-            then 'no GPU (instance type not in data/reference/aws_instance_gpus.csv and no GPU count in the record)'
+                then 'no GPU (instance type not in data/reference/aws_instance_gpus.csv and no GPU count in the record)'
         end) as skip_reason
     from classified
     left join shapes on classified.instance_type = shapes.instance_type

@@ -8,19 +8,19 @@ with terms as (
 
 final as (
     select
-        row_number() over (order by _line) - 1                       as _row_id,
-        $provider::varchar                                           as provider,
+        row_number() over (order by _line) - 1 as _row_id,
+        $provider::varchar as provider,
         region,
         instance_type,
-        coalesce(try_cast(gpu_attribute as double), 1.0)             as gpu_count,
-        'reserved_' || cast(term_years as integer) || 'y'            as pricing,
+        coalesce(try_cast(gpu_attribute as double), 1.0) as gpu_count,
+        'reserved_' || cast(term_years as integer) || 'y' as pricing,
         term_years,
-        upfront_usd,                                                 -- USD per instance, once per term
-        recurring_usd_per_hour,                                      -- USD per instance-hour of the term
+        upfront_usd,             -- USD per instance, once per term
+        recurring_usd_per_hour,  -- USD per instance-hour of the term
         purchase_option,
         offering_class,
         operating_system,
-        _line                                                        as source_line
+        _line as source_line
     from terms
 )
 

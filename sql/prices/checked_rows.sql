@@ -14,14 +14,17 @@ alter table staging_file_rows rename to staging_price_rows;
 create temp view staging_file_rows as
 select
     staged.*,
-    moves.previous_usd_per_hour,                                                    -- USD per instance-hour
-    moves.price_move_factor,                                                        -- >= 1 either direction
-    case when staged.usd_per_gpu_hour > 0 and staged.record_kind is distinct from 'storage'
-         then greatest(staged.usd_per_gpu_hour / medians.median_usd_per_gpu_hour,
-                       medians.median_usd_per_gpu_hour / staged.usd_per_gpu_hour)
-    end                                                    as gpu_price_factor,     -- >= 1 either direction
-    staged.usd_per_gpu_hour / classes.min_usd_per_gpu_hour as vs_class_floor,       -- < 1: below the floor
-    staged.usd_per_gpu_hour / classes.max_usd_per_gpu_hour as vs_class_ceiling      -- > 1: above the ceiling
+    moves.previous_usd_per_hour,                                                -- USD per instance-hour
+    moves.price_move_factor,                                                    -- >= 1 either direction
+    -- the condition in parentheses: sqlfluff's DuckDB grammar cannot parse a bare `is distinct from` in `case when`
+    case when (staged.usd_per_gpu_hour > 0 and staged.record_kind is distinct from 'storage')
+            then greatest(
+                    staged.usd_per_gpu_hour / medians.median_usd_per_gpu_hour,
+                    medians.median_usd_per_gpu_hour / staged.usd_per_gpu_hour
+                )
+    end as gpu_price_factor,                                                    -- >= 1 either direction
+    staged.usd_per_gpu_hour / classes.min_usd_per_gpu_hour as vs_class_floor,   -- < 1: below the floor
+    staged.usd_per_gpu_hour / classes.max_usd_per_gpu_hour as vs_class_ceiling  -- > 1: above the ceiling
 from staging_price_rows as staged
 left join staging_price_moves as moves on staged._row_id = moves._row_id
 left join staging_gpu_medians as medians on staged.gpu = medians.gpu

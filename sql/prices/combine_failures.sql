@@ -14,7 +14,8 @@ final as (
     select
         staged._row_id,
         case when staged.record_kind = 'storage' then staged.rejected_reason
-             else coalesce(staged.rejected_reason, suite.failed_check) end as failed_check
+            else coalesce(staged.rejected_reason, suite.failed_check)
+        end as failed_check
     from staged
     left join suite on staged._row_id = suite._row_id
     where staged.rejected_reason is not null

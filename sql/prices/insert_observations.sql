@@ -8,8 +8,14 @@ insert into core.price_observations (
 )
 select
     provider, region, zone, instance_type, gpu, gpu_name, gpu_count, gpu_memory_gb, vcpus, memory_gb,
-    pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, $source_file, source_line,
-    $sha, $ingested_at::timestamptz, electricity_usd_per_kwh, pue, term_hours, upfront_usd, recurring_usd_per_hour,
+    pricing, usd_per_hour, usd_per_gpu_hour, currency, observed_at, $source_file as source_file, source_line,
+    $sha as content_sha256,
+    $ingested_at::timestamptz as ingested_at,
+    electricity_usd_per_kwh,
+    pue,
+    term_hours,
+    upfront_usd,
+    recurring_usd_per_hour,
     purchase_option, offering_class
 from staging_file_rows
 anti join staging_file_failures using (_row_id)

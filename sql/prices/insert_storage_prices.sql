@@ -6,8 +6,8 @@ insert into core.storage_price_observations (
     ingested_at
 )
 select
-    provider, region, storage_type, usd_per_gb_month, observed_at, $source_file, source_line, $sha,
-    $ingested_at::timestamptz
+    provider, region, storage_type, usd_per_gb_month, observed_at, $source_file as source_file, source_line,
+    $sha as content_sha256, $ingested_at::timestamptz as ingested_at
 from staging_file_rows
 anti join staging_file_failures using (_row_id)
 where record_kind = 'storage'

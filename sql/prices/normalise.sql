@@ -26,27 +26,27 @@ matched_overrides as (
     select
         offers.provider,
         offers.instance_type,
-        overrides.gpu                                    as override_gpu,
-        try_cast(overrides.gpu_count as double)          as override_gpu_count,
+        overrides.gpu as override_gpu,
+        try_cast(overrides.gpu_count as double) as override_gpu_count,
         row_number() over (
             partition by offers.provider, offers.instance_type order by overrides.override_order
         ) as pick
     from offers
     inner join instance_overrides as overrides
         on offers.provider = overrides.provider
-        and regexp_full_match(offers.instance_type, overrides.instance_type_pattern)
+            and regexp_full_match(offers.instance_type, overrides.instance_type_pattern)
 ),
 
 resolved as (
     select
         records.* exclude (gpu_count),
-        coalesce(matched.override_gpu, aliases.gpu)                      as gpu,
-        coalesce(matched.override_gpu_count, records.gpu_count)          as gpu_count   -- GPUs per instance
+        coalesce(matched.override_gpu, aliases.gpu) as gpu,
+        coalesce(matched.override_gpu_count, records.gpu_count) as gpu_count   -- GPUs per instance
     from records
     left join price_aliases as aliases on records.gpu_name = aliases.alias
     left join matched_overrides as matched
         on records.provider = matched.provider and records.instance_type = matched.instance_type
-        and matched.pick = 1
+            and matched.pick = 1
 ),
 
 priced as (
@@ -55,10 +55,10 @@ priced as (
     -- usd_per_hour = upfront_usd / term_hours + recurring_usd_per_hour (the term is paid, used or not).
     select
         resolved.* exclude (usd_per_hour),
-        marts.term_hours(term_years)                                      as term_hours,
+        marts.term_hours(term_years) as term_hours,
         case when term_years is null then usd_per_hour
-             else marts.commitment_usd_per_hour(upfront_usd, recurring_usd_per_hour, marts.term_hours(term_years))
-        end                                                               as usd_per_hour
+            else marts.commitment_usd_per_hour(upfront_usd, recurring_usd_per_hour, marts.term_hours(term_years))
+        end as usd_per_hour
     from resolved
 ),
 
@@ -72,29 +72,29 @@ final as (
         gpu,
         gpu_name,
         gpu_count,
-        gpu_memory_gb,                                                    -- GB per GPU
+        gpu_memory_gb,            -- GB per GPU
         vcpus,
-        memory_gb,                                                        -- GiB host RAM
+        memory_gb,                -- GiB host RAM
         pricing,
-        usd_per_hour,                                                     -- USD per instance-hour
+        usd_per_hour,             -- USD per instance-hour
         case when gpu_count > 0 then usd_per_hour / gpu_count end as usd_per_gpu_hour,  -- USD per GPU-hour
-        coalesce(currency, 'USD')                                         as currency,
-        coalesce(observed_at, $ingested_at::timestamptz)                  as observed_at,  -- UTC
-        electricity_usd_per_kwh,                                          -- USD per kWh (owned GPUs)
+        coalesce(currency, 'USD') as currency,
+        coalesce(observed_at, $ingested_at::timestamptz) as observed_at,  -- UTC
+        electricity_usd_per_kwh,  -- USD per kWh (owned GPUs)
         pue,
-        term_hours,                                                       -- h in the commitment term (null: none)
-        upfront_usd,                                                      -- USD per instance, once per term
-        recurring_usd_per_hour,                                           -- USD per instance-hour of the term
-        purchase_option,                                                  -- commitments: how the term is paid
-        offering_class,                                                   -- AWS commitments: standard | convertible
-        record_kind,                                                      -- null = instance price; storage
-        storage_type,                                                     -- storage: volume name, e.g. gp3
-        usd_per_gb_month,                                                 -- storage: USD per GB-month
+        term_hours,               -- h in the commitment term (null: none)
+        upfront_usd,              -- USD per instance, once per term
+        recurring_usd_per_hour,   -- USD per instance-hour of the term
+        purchase_option,          -- commitments: how the term is paid
+        offering_class,           -- AWS commitments: standard | convertible
+        record_kind,              -- null = instance price; storage
+        storage_type,             -- storage: volume name, e.g. gp3
+        usd_per_gb_month,         -- storage: USD per GB-month
         source_line,
         rejected_reason,
         -- how far the observation is dated after the ingest (hours; negative = in the past): the file alone decides it
         epoch(coalesce(observed_at, $ingested_at::timestamptz) - $ingested_at::timestamptz) / 3600.0
-                                                                          as observed_hours_ahead
+            as observed_hours_ahead
     from priced
 )
 

@@ -5,7 +5,7 @@
 -- A number written with a comma ("3,67", "1,234.5") is never read: a decimal comma and a thousands separator
 -- cannot be told apart, so the row is quarantined with this reason instead of being misread.
 create or replace temp macro comma_number_reason(field, number_text) as
-    case when regexp_full_match(trim(number_text), '[+-]?[0-9][0-9,]*,[0-9]+(\.[0-9]*)?')
-         then field || ' ' || trim(number_text) || ' has a comma: a decimal comma or a thousands separator, '
-              || 'which cannot be told apart; write the ' || field || ' with a point and no separator (e.g. 3.67)'
-    end;
+case when regexp_full_match(trim(number_text), '[+-]?[0-9][0-9,]*,[0-9]+(\.[0-9]*)?')
+        then field || ' ' || trim(number_text) || ' has a comma: a decimal comma or a thousands separator, '
+            || 'which cannot be told apart; write the ' || field || ' with a point and no separator (e.g. 3.67)'
+end;

@@ -21,7 +21,11 @@ current_prices as (
 
 final as (
     select gpu, median(usd_per_gpu_hour) as median_usd_per_gpu_hour  -- USD per GPU-hour
-    from (select * from priced union all select * from current_prices)
+    from (
+        select * from priced
+        union all
+        select * from current_prices
+    ) as prices
     group by gpu
 )
 

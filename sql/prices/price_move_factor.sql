@@ -40,13 +40,13 @@ previous_stored as (
     from known
     asof inner join stored
         on known.provider = stored.provider
-        and known.region = stored.region
-        and known.zone_key = stored.zone_key
-        and known.instance_type = stored.instance_type
-        and known.pricing = stored.pricing
-        and known.option_key = stored.option_key
-        and known.class_key = stored.class_key
-        and known.observed_at >= stored.observed_at
+            and known.region = stored.region
+            and known.zone_key = stored.zone_key
+            and known.instance_type = stored.instance_type
+            and known.pricing = stored.pricing
+            and known.option_key = stored.option_key
+            and known.class_key = stored.class_key
+            and known.observed_at >= stored.observed_at
 ),
 
 offer_hashes as not materialized (
@@ -96,8 +96,10 @@ final as (
         previous.previous_usd_per_hour,
         case
             when staged.usd_per_hour > 0 and previous.previous_usd_per_hour > 0
-            then greatest(staged.usd_per_hour / previous.previous_usd_per_hour,
-                          previous.previous_usd_per_hour / staged.usd_per_hour)
+                then greatest(
+                        staged.usd_per_hour / previous.previous_usd_per_hour,
+                        previous.previous_usd_per_hour / staged.usd_per_hour
+                    )
         end as price_move_factor  -- >= 1 either direction; null when there is nothing to compare with
     from previous
     inner join staged using (_row_id)

@@ -12,8 +12,9 @@ ranked as (
     select
         *,
         row_number() over (
-            partition by provider, region, coalesce(zone, ''), instance_type, pricing,
-            coalesce(purchase_option, ''), coalesce(offering_class, '')
+            partition by
+                provider, region, coalesce(zone, ''), instance_type, pricing,
+                coalesce(purchase_option, ''), coalesce(offering_class, '')
             order by observed_at desc, ingested_at desc, source_line desc
         ) as recency
     from observations

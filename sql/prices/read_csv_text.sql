@@ -3,6 +3,6 @@
 create or replace temp table staging_price_file as
 select *
 from read_csv(
-    $path, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"', skip = $skip,
-    strict_mode = true, null_padding = false
-)
+        $path, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"', skip = $skip,
+        strict_mode = true, null_padding = false
+    )

@@ -8,6 +8,6 @@
 create or replace temp view skypilot_catalog as
 select
     * exclude (_order),
-    _order - (select min(_order) from skypilot_columns) + 2     as _line,
-    struct_pack(*columns(* exclude (_order)))                   as raw_values
+    _order - (select min(numbered._order) from skypilot_columns as numbered) + 2 as _line,
+    struct_pack(*columns(* exclude (_order))) as raw_values
 from skypilot_columns

@@ -16,17 +16,18 @@ with whole as (
         _line,
         Region, AvailabilityZone, InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price,
         SpotPrice,
-        length(trim(SpotPrice)) > 0                                   as has_spot,
+        length(trim(SpotPrice)) > 0 as has_spot,
         case when ltrim(GpuInfo) like '{%'
-             then try_cast(regexp_extract(GpuInfo, '''SizeInMiB'':\s*([0-9.eE+-]+)', 1) as double) / 1024.0
-        end                                                           as per_gpu_memory_gb,
+                then try_cast(regexp_extract(GpuInfo, '''SizeInMiB'':\s*([0-9.eE+-]+)', 1) as double) / 1024.0
+        end as per_gpu_memory_gb,
         raw_values
     from skypilot_catalog
     where length(trim(AcceleratorName)) > 0 and length(InstanceType) > 0
 ),
 
 pricing_types as (
-    select * from (values (0, 'on_demand'), (1, 'spot')) as t (pricing_order, pricing)
+    -- AL05 waived below: the alias names the values' columns, which the select reads through *
+    select * from (values (0, 'on_demand'), (1, 'spot')) as t (pricing_order, pricing)  -- noqa: AL05
 ),
 
 offers as (
@@ -35,7 +36,7 @@ offers as (
         pricing_types.pricing_order,
         pricing_types.pricing,
         trim(case pricing_types.pricing_order when 0 then Price else SpotPrice end) as offer_text,
-        try_cast(offer_text as double)                                          as offer_price
+        try_cast(offer_text as double) as offer_price
     from whole
     cross join pricing_types
     where pricing_types.pricing_order = 0 or whole.has_spot
@@ -43,33 +44,34 @@ offers as (
 
 final as (
     select
-        2 * _line + pricing_order                   as _row_id,
-        skypilot_provider.provider                  as provider,
-        Region                                      as region,
-        AvailabilityZone                            as zone,
-        InstanceType                                as instance_type,
-        AcceleratorName                             as gpu_name,
-        try_cast(trim(AcceleratorCount) as double)  as gpu_count,
-        per_gpu_memory_gb                           as gpu_memory_gb,     -- GiB per GPU
-        try_cast(trim(vCPUs) as double)             as vcpus,
-        try_cast(trim(MemoryGiB) as double)         as memory_gb,         -- GiB host RAM
+        2 * _line + pricing_order as _row_id,
+        skypilot_provider.provider,
+        -- AL09 waived below: the alias lower-cases the column's name
+        Region as region,  -- noqa: AL09
+        AvailabilityZone as zone,
+        InstanceType as instance_type,
+        AcceleratorName as gpu_name,
+        try_cast(trim(AcceleratorCount) as double) as gpu_count,
+        per_gpu_memory_gb as gpu_memory_gb,                          -- GiB per GPU
+        try_cast(trim(vCPUs) as double) as vcpus,
+        try_cast(trim(MemoryGiB) as double) as memory_gb,            -- GiB host RAM
         pricing,
-        offer_price                                 as usd_per_hour,      -- USD per instance-hour
-        'USD'                                       as currency,
-        null::timestamptz                           as observed_at,
-        null::double                                as electricity_usd_per_kwh,
-        null::double                                as pue,
-        null::double                                as term_years,        -- no commitments in the catalogs
-        null::double                                as upfront_usd,
-        null::double                                as recurring_usd_per_hour,
-        null::varchar                               as purchase_option,
-        null::varchar                               as offering_class,
-        null::varchar                               as record_kind,       -- instance prices only
-        null::varchar                               as storage_type,
-        null::double                                as usd_per_gb_month,
-        _line                                       as source_line,
+        offer_price as usd_per_hour,                                 -- USD per instance-hour
+        'USD' as currency,
+        null::timestamptz as observed_at,
+        null::double as electricity_usd_per_kwh,
+        null::double as pue,
+        null::double as term_years,                                  -- no commitments in the catalogs
+        null::double as upfront_usd,
+        null::double as recurring_usd_per_hour,
+        null::varchar as purchase_option,
+        null::varchar as offering_class,
+        null::varchar as record_kind,                                -- instance prices only
+        null::varchar as storage_type,
+        null::double as usd_per_gb_month,
+        _line as source_line,
         raw_values,
-        comma_number_reason('price', offer_text)    as rejected_reason    -- "3,67": sql/prices/number_macros.sql
+        comma_number_reason('price', offer_text) as rejected_reason  -- "3,67": sql/prices/number_macros.sql
     from offers
     cross join skypilot_provider
 )

@@ -6,7 +6,7 @@
 create view published.gpu_cost_ranking as
 with final as (
     select * from published.gpu_cost_ranking_history
-    where publish_date = (select max(publish_date) from published.gpu_cost_ranking_history)
+    where publish_date = (select max(newest.publish_date) from published.gpu_cost_ranking_history as newest)
 )
 
 select * from final;

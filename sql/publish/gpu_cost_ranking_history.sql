@@ -16,7 +16,7 @@ final as (
     select history.* replace (coalesce(history.gpu_spec_source, spec_sources.gpu_spec_source) as gpu_spec_source)
     from history
     left join spec_sources
-        on spec_sources.publish_date = history.publish_date and spec_sources.gpu = history.gpu
+        on history.publish_date = spec_sources.publish_date and history.gpu = spec_sources.gpu
 )
 
 select * from final;

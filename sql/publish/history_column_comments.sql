@@ -12,7 +12,7 @@ with ranking_columns as (
 final as (
     select
         'comment on column published.gpu_cost_ranking_history."' || replace(column_name, '"', '""')
-            || '" is ''' || replace(comment, '''', '''''') || '''' as statement
+        || '" is ''' || replace(comment, '''', '''''') || '''' as statement
     from ranking_columns
 )
 

@@ -15,8 +15,9 @@ with incoming as (
 ),
 
 current_runs as (
-    select run_id, record_hash as current_hash, recorded_at as current_recorded_at,
-           content_sha256 as current_sha
+    select
+        run_id, record_hash as current_hash, recorded_at as current_recorded_at,
+        content_sha256 as current_sha
     from core.telemetry_runs
 ),
 
@@ -29,7 +30,7 @@ final as (
             when current_runs.run_id is null then 'new'
             when current_runs.current_hash = incoming.record_hash then 'unchanged'
             when incoming.recorded_at is not null and current_runs.current_recorded_at is not null
-                 and incoming.recorded_at < current_runs.current_recorded_at then 'older'
+                and incoming.recorded_at < current_runs.current_recorded_at then 'older'
             else 'newer'
         end as action
     from incoming

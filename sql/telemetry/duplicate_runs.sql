@@ -20,7 +20,7 @@ repeated_rows as (
 groups as (
     select
         run_id,
-        count(distinct record_text)                                as versions,  -- the values hashed
+        count(distinct record_text) as versions,  -- the values hashed
         string_agg(source_line::varchar, ', ' order by source_line) as lines
     from repeated_rows
     group by run_id
@@ -43,8 +43,8 @@ final as (
         _row_id,
         case when versions > 1 then 'conflict' else 'identical' end as duplicate,
         case when versions > 1
-             then 'duplicate run_id in one file with conflicting values (lines ' || lines || '): none is loaded'
-        end                                                           as rejected_reason
+                then 'duplicate run_id in one file with conflicting values (lines ' || lines || '): none is loaded'
+        end as rejected_reason
     from ranked
     where versions > 1 or nth > 1
 )

@@ -13,8 +13,8 @@ with first_record as (
 
 final as (
     select
-        _order                                                      as _row_id,
-        _order - first_order + 1 + _line_offset                     as source_line,
+        _order as _row_id,
+        _order - first_order + 1 + _line_offset as source_line,
         * exclude (_order, first_order, _line_offset)
     from telemetry_columns
     cross join first_record

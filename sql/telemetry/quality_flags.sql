@@ -11,4 +11,4 @@ final as (
     group by quality_flag
 )
 
-select * from final order by runs desc, quality_flag
+select * from final order by runs desc, quality_flag asc

@@ -2,5 +2,7 @@
 -- Fixed dialect (comma, double quotes); a ragged row is an error (the reader then falls back).
 create or replace temp table staging_telemetry_file as
 select *
-from read_csv($path, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"',
-              strict_mode = true, null_padding = false)
+from read_csv(
+        $path, header = true, all_varchar = true, delim = ',', quote = '"', escape = '"',
+        strict_mode = true, null_padding = false
+    )

@@ -3,7 +3,7 @@
 create or replace temp table staging_file_records as
 select
     _row_id,
-    _source_line                                         as source_line,
-    _raw_values                                          as raw_values,
+    _source_line as source_line,
+    _raw_values as raw_values,
     * exclude (_row_id, _source_line, _raw_values)
 from read_records

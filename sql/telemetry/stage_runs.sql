@@ -31,20 +31,22 @@ peaks as (
 
 final as (
     select
-        peaks.* exclude (gpu_has_specs),
-        case when gpu is null then gpu_name end                 as unknown_gpu,
-        case when gpu is not null and not gpu_has_specs then gpu end as gpu_without_specs,
-        case when precision is null then precision_name end     as unknown_precision,
-        case when workload is null then workload_name end       as unknown_workload,
-        case when gpu_has_specs and precision is not null and peak_tflops is null
-             then precision end                                 as precision_without_peak,
-        active_params_b / params_b                              as active_params_share,
+        peaks.* exclude (peaks.gpu_has_specs),
+        case when peaks.gpu is null then peaks.gpu_name end as unknown_gpu,
+        case when peaks.gpu is not null and not peaks.gpu_has_specs then peaks.gpu end as gpu_without_specs,
+        case when peaks.precision is null then peaks.precision_name end as unknown_precision,
+        case when peaks.workload is null then peaks.workload_name end as unknown_workload,
+        case when peaks.gpu_has_specs and peaks.precision is not null and peaks.peak_tflops is null
+                then peaks.precision
+        end as precision_without_peak,
+        peaks.active_params_b / peaks.params_b as active_params_share,
         -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible, below
         -- min_implied_peak_ratio implausible; null for a throughput that is not positive (its own check says so)
-        case when tokens_per_sec_per_gpu > 0
-             then parameter_flops_per_token(workload, active_params_b) * tokens_per_sec_per_gpu
-                  / (peak_tflops * 1e12) end                    as implied_peak_ratio,
-        epoch(recorded_at - $ingested_at::timestamptz) / 3600.0 as recorded_hours_ahead  -- hours after the ingest
+        case when peaks.tokens_per_sec_per_gpu > 0
+                then parameter_flops_per_token(peaks.workload, peaks.active_params_b) * peaks.tokens_per_sec_per_gpu
+                    / (peaks.peak_tflops * 1e12)
+        end as implied_peak_ratio,
+        epoch(peaks.recorded_at - $ingested_at::timestamptz) / 3600.0 as recorded_hours_ahead  -- hours after the ingest
     from peaks
 )
 

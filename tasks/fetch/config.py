@@ -61,7 +61,7 @@ def _model(providers: tuple[Provider, ...]) -> type[FetchConfig]:
         default = ... if required else p.config()
         sections[p.section] = (p.config, Field(default, alias=p.name))
     names = [p.name for p in providers]
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "FetchConfig", __base__=FetchConfig, __module__=__name__,
         providers=(list[str], Field(default_factory=lambda: list(names))), **sections,
     )

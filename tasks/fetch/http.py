@@ -137,6 +137,13 @@ class Download:
     def not_modified(self) -> bool:
         return self.http_status == 304
 
+    @property
+    def saved(self) -> Path:
+        """The file the response was saved to (a 304 Not Modified saves none: ask `not_modified` first)."""
+        if self.path is None:
+            raise ValueError(f"{self.url}: {self.http_status} saved no file")
+        return self.path
+
 
 Progress = Callable[[str, int | None, int], None]  # (label, total bytes or None, bytes just received)
 
@@ -279,10 +286,12 @@ def _attempt(
 ) -> Download:
     started = datetime.now(UTC)
     left = seconds_left(url)
-    timeout = None if left is None else httpx.Timeout(
-        min(left, client.timeout.read or left), connect=min(left, client.timeout.connect or left))
-    request = {} if timeout is None else {"timeout": timeout}
-    with client.stream("GET", url, params=params, headers=headers, **request) as response:
+    if left is None:
+        stream = client.stream("GET", url, params=params, headers=headers)
+    else:
+        stream = client.stream("GET", url, params=params, headers=headers, timeout=httpx.Timeout(
+            min(left, client.timeout.read or left), connect=min(left, client.timeout.connect or left)))
+    with stream as response:
         shown_url = str(response.request.url)
         if response.status_code == 304:
             return Download(url=shown_url, http_status=304, etag=response.headers.get("etag"),
@@ -378,10 +387,10 @@ def download(
     last_modified of the copy already ingested) the request is conditional: 304 means unchanged."""
     sent = dict(headers or {})
     if validators:
-        if validators.get("etag"):
-            sent["If-None-Match"] = validators["etag"]
-        if validators.get("last_modified"):
-            sent["If-Modified-Since"] = validators["last_modified"]
+        if etag := validators.get("etag"):
+            sent["If-None-Match"] = etag
+        if last_modified := validators.get("last_modified"):
+            sent["If-Modified-Since"] = last_modified
     for attempt in retrying(policy):
         with attempt:
             return _attempt(

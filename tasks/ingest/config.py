@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
 from tasks.config import Count, Strict
 
-INGEST_RUNNERS = ("threads", "sequential", "dask")   # how the ingest flows run their files (flows/ingest_runner.py)
+# how the ingest flows run their files (flows/ingest_runner.py)
+IngestRunnerKind = Literal["threads", "sequential", "dask"]
+INGEST_RUNNERS: tuple[IngestRunnerKind, ...] = get_args(IngestRunnerKind)
 
 
 class IngestRunner(Strict):
     # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
-    kind: Literal[INGEST_RUNNERS] = "sequential"  # type: ignore[valid-type]
+    kind: IngestRunnerKind = "sequential"
     workers: Count = 2
     threads_per_worker: Count = 1
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import BinaryIO, Protocol
 
 import duckdb
 import pyarrow as pa
@@ -130,7 +131,15 @@ def land_bytes(data: bytes, folder: Path, sha256: str, suffix: str) -> Landed:
     return Landed(sha256, len(data), relative)
 
 
-def _copy(source, sink, digest) -> int:
+class _Writable(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+def _copy(source: BinaryIO, sink: _Writable, digest: _Digest) -> int:
     size = 0
     while chunk := source.read(CHUNK_BYTES):
         digest.update(chunk)

@@ -29,6 +29,7 @@ which stays unregistered (the next run reads it again); only the file's content 
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import uuid
 from abc import ABC, abstractmethod
@@ -40,7 +41,7 @@ from typing import Any
 import duckdb
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import Part, discard, land_file, land_part, landing_dir, read_into_part
+from tasks.ingest.landing import Part, discard, land_file, land_part, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -55,6 +56,7 @@ from tasks.ingest.registry import (
 )
 from tasks.ingest.source import FileSource
 from tasks.ingest.validation import check_staged, collect_suite_failures
+from tasks.landing_zone import landing_dir
 from tasks.reference import load_reference_tables
 from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
 
@@ -433,10 +435,9 @@ def apply_staged(
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
+    # already rolled back (the quarantine path) or the connection is gone
+    with contextlib.suppress(duckdb.Error):
         con.execute("rollback")
-    except duckdb.Error:
-        pass  # already rolled back (the quarantine path) or the connection is gone
 
 
 def _count(con: duckdb.DuckDBPyConnection, outcome: FileOutcome, staged: Staged) -> None:

@@ -34,11 +34,12 @@ def load_suite_definition(name: str) -> dict[str, Any]:
     path = EXPECTATIONS_DIR / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(f"expectation suite {path} is missing")
-    return json.loads(path.read_text(encoding="utf-8"))
+    suite: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return suite
 
 
 @cache
-def _batch_definition():  # GX types are heavy to import at module level
+def _batch_definition() -> Any:  # GX types are heavy to import at module level (and untyped)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 

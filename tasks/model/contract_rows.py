@@ -18,7 +18,7 @@ import pandas as pd
 import polars as pl
 
 from tasks.features import build_features
-from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases
+from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
 from tasks.telemetry.config import Telemetry
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs
@@ -33,7 +33,7 @@ CONTRACT_INPUT_COLUMNS = tuple(c for c in INPUT_KINDS if c not in IGNORED_INPUT_
 # GPU spec columns a model may need beyond the peak (the structured model: memory bandwidth for memory-bound work)
 SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
 # The reference files the features read (config/settings.toml [reference]); a registered model carries copies.
-REFERENCE_FILES = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
+REFERENCE_FILES: tuple[ReferenceName, ...] = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
 
 
 def files_digest(files: Mapping[str, Path | str]) -> str:
@@ -71,7 +71,7 @@ class ContractFeatures:
     def configured(cls, telemetry: Telemetry, reference: ReferenceFiles) -> ContractFeatures:
         """The vocabulary of config/telemetry.toml and the reference files config/settings.toml [reference] names
         (what a training joins its telemetry with)."""
-        files = {name: str(reference.path(name)) for name in REFERENCE_FILES}
+        files: dict[str, str] = {name: str(reference.path(name)) for name in REFERENCE_FILES}
         return cls(vocabulary=load_vocabulary(telemetry), files=files)
 
     def with_files(self, files: Mapping[str, str]) -> ContractFeatures:
@@ -98,33 +98,43 @@ def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame) -> list[str | N
     build_features output for the same rows, in the same order."""
     reasons: list[str | None] = []
     for run, feature in zip(runs.iter_rows(named=True), features.iter_rows(named=True), strict=True):
-        problems = []
-        if run.get("gpu_name") is None:
-            problems.append("no gpu given")
-        elif run.get("gpu") is None:
-            problems.append(f"unknown GPU {run['gpu_name']!r} (not in gpu_aliases.csv)")
-        if run.get("precision_name") is None:
-            problems.append("no precision given")
-        elif run.get("precision") is None:
-            problems.append(f"unknown precision {run['precision_name']!r}")
-        if run.get("unparsed_fields"):
-            problems.append(f"unreadable values: {run['unparsed_fields']}")
-        for column, rule in (("num_gpus", "at least 1"), ("params_b", "above 0"), ("seq_len", "above 0")):
-            value = run.get(column)
-            if value is None:
-                if f"{column}=" not in (run.get("unparsed_fields") or ""):
-                    problems.append(f"missing {column}")
-            elif value <= 0 or (column == "num_gpus" and value < 1):
-                problems.append(f"{column} must be {rule}")
-        if not problems:
-            if feature.get("gpu_memory_gb") is None and feature.get("peak_tflops") is None:
-                problems.append(f"no spec row for GPU {run['gpu']!r} in gpu_specs.csv")
-            elif feature.get("peak_tflops") is None:
-                problems.append(f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv")
-            elif feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
-                problems.append("physics bound cannot be computed (FLOPs per token unknown)")
+        problems = _run_problems(run) or _feature_problems(run, feature)
         reasons.append("; ".join(problems) or None)
     return reasons
+
+
+def _run_problems(run: Mapping[str, Any]) -> list[str]:
+    """What the run itself lacks or gets wrong: its GPU, its precision, unreadable or missing values."""
+    problems = []
+    if run.get("gpu_name") is None:
+        problems.append("no gpu given")
+    elif run.get("gpu") is None:
+        problems.append(f"unknown GPU {run['gpu_name']!r} (not in gpu_aliases.csv)")
+    if run.get("precision_name") is None:
+        problems.append("no precision given")
+    elif run.get("precision") is None:
+        problems.append(f"unknown precision {run['precision_name']!r}")
+    if run.get("unparsed_fields"):
+        problems.append(f"unreadable values: {run['unparsed_fields']}")
+    for column, rule in (("num_gpus", "at least 1"), ("params_b", "above 0"), ("seq_len", "above 0")):
+        value = run.get(column)
+        if value is None:
+            if f"{column}=" not in (run.get("unparsed_fields") or ""):
+                problems.append(f"missing {column}")
+        elif value <= 0 or (column == "num_gpus" and value < 1):
+            problems.append(f"{column} must be {rule}")
+    return problems
+
+
+def _feature_problems(run: Mapping[str, Any], feature: Mapping[str, Any]) -> list[str]:
+    """What the features of a sound run lack: the GPU's spec row, its dense peak, the physics bound."""
+    if feature.get("gpu_memory_gb") is None and feature.get("peak_tflops") is None:
+        return [f"no spec row for GPU {run['gpu']!r} in gpu_specs.csv"]
+    if feature.get("peak_tflops") is None:
+        return [f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv"]
+    if feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
+        return ["physics bound cannot be computed (FLOPs per token unknown)"]
+    return []
 
 
 def no_prediction_reason(feature: Mapping[str, Any]) -> str:

@@ -145,9 +145,13 @@ def design_step(spec: FeatureSpec) -> FunctionTransformer:
 
 def log_mfu(tokens_per_sec_per_gpu: np.ndarray | pd.Series, physics_bound: np.ndarray | pd.Series) -> np.ndarray:
     """The learning target: log(tokens/s/GPU ÷ tokens/s/GPU at MFU 1) = log MFU."""
-    return np.log(np.asarray(tokens_per_sec_per_gpu, dtype="float64") / np.asarray(physics_bound, dtype="float64"))
+    values: np.ndarray = np.log(
+        np.asarray(tokens_per_sec_per_gpu, dtype="float64") / np.asarray(physics_bound, dtype="float64"))
+    return values
 
 
 def tokens_per_sec(log_mfu_values: np.ndarray, physics_bound: np.ndarray | pd.Series) -> np.ndarray:
     """Back from log MFU to tokens/s per GPU."""
-    return np.exp(np.asarray(log_mfu_values, dtype="float64")) * np.asarray(physics_bound, dtype="float64")
+    bound = np.asarray(physics_bound, dtype="float64")
+    values: np.ndarray = np.exp(np.asarray(log_mfu_values, dtype="float64")) * bound
+    return values

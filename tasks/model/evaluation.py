@@ -38,7 +38,9 @@ class TargetSpec:
         return cls(min_mfu=float(cfg["min_mfu"]), max_mfu=float(cfg["max_mfu"]))
 
     def clip(self, log_mfu_values: np.ndarray) -> np.ndarray:
-        return np.clip(np.asarray(log_mfu_values, dtype="float64"), math.log(self.min_mfu), math.log(self.max_mfu))
+        values: np.ndarray = np.clip(
+            np.asarray(log_mfu_values, dtype="float64"), math.log(self.min_mfu), math.log(self.max_mfu))
+        return values
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,17 @@ class GroupedCV:
     pooled: dict[str, float] = field(default_factory=dict)
     flags: np.ndarray | None = None       # per row: extrapolation flags relative to its fold's training rows
 
+    @property
+    def row_flags(self) -> np.ndarray:
+        """`flags`, for a caller that needs them (the intervals): cross-validated without a flagger, there are none."""
+        if self.flags is None:
+            raise ValueError(f"cross-validation under {self.grouping} ran without a flagger: no extrapolation flags")
+        return self.flags
+
     def residuals(self, data: TrainingData) -> np.ndarray:
         """Out-of-fold residuals in log space: log(actual) - log(predicted)."""
-        return data.log_mfu - self.oof_log_mfu
+        values: np.ndarray = data.log_mfu - self.oof_log_mfu
+        return values
 
 
 # (training rows, held-out rows) -> each held-out row's extrapolation flags ("unseen_gpu,unseen_framework", "")

@@ -52,5 +52,6 @@ def ensure_registered() -> None:
     (an environment not reinstalled since); a no-op otherwise."""
     from mlflow.store.artifact.artifact_repository_registry import _artifact_repository_registry
 
-    if HOME_SCHEME not in _artifact_repository_registry.get_registered_artifact_repositories():
-        _artifact_repository_registry.register(HOME_SCHEME, HomeArtifactRepository)
+    # mlflow's registry methods are unannotated
+    if HOME_SCHEME not in _artifact_repository_registry.get_registered_artifact_repositories():  # type: ignore[no-untyped-call]
+        _artifact_repository_registry.register(HOME_SCHEME, HomeArtifactRepository)  # type: ignore[no-untyped-call]

@@ -9,9 +9,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 from scipy.optimize import lsq_linear
+
+
+class CalibrationSettings(TypedDict):
+    """NormalisedConformal.calibrate's settings (config/models.toml [intervals])."""
+
+    min_flag_rows: int
+    default_widening: float
+    residual_floor: float
+
 
 # (n+1) x level is often an integer that binary floating point lands just beside (20 x 0.1 = 1.9999...):
 # ranks are rounded as if the arithmetic were exact
@@ -89,11 +99,13 @@ class NormalisedConformal:
         given = np.asarray(getattr(self, "unfitted", ()), dtype=bool)[:len(widening)]
         unfitted[:len(given)] = given
         once = (matrix[:, unfitted] * widening[unfitted]).max(axis=1, initial=0.0)
-        return np.exp(self.log_scale + matrix[:, ~unfitted] @ widening[~unfitted] + once)
+        values: np.ndarray = np.exp(self.log_scale + matrix[:, ~unfitted] @ widening[~unfitted] + once)
+        return values
 
     def half_width(self, flags: list[str] | np.ndarray) -> np.ndarray:
         """Log-space half width of each row's interval: the interval is prediction x exp(+-half_width)."""
-        return self.quantiles(flags) * self.scale(flags)
+        values: np.ndarray = self.quantiles(flags) * self.scale(flags)
+        return values
 
     def widening(self) -> dict[str, float]:
         """Flag -> factor on the interval's log half-width (1 = no wider than a row inside the training data)."""
@@ -164,7 +176,7 @@ class CalibrationPool:
 
 
 def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags: list[str] | np.ndarray,
-                             fold_of_row: np.ndarray, level: float, **calibration: float
+                             fold_of_row: np.ndarray, level: float, **calibration: Unpack[CalibrationSettings]
                              ) -> tuple[float, dict[int, float]]:
     """Honest coverage of one grouping: each fold's rows (their held-out residuals and flags under this grouping)
     against an interval calibrated on the pool WITHOUT those rows (under any grouping). Returns (pooled
@@ -177,7 +189,8 @@ def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags
 
 
 def normalised_fold_hits(pool: CalibrationPool, residuals: np.ndarray, flags: list[str] | np.ndarray,
-                         fold_of_row: np.ndarray, level: float, **calibration: float) -> np.ndarray:
+                         fold_of_row: np.ndarray, level: float,
+                         **calibration: Unpack[CalibrationSettings]) -> np.ndarray:
     """Per row: 1 when its held-out residual lies inside the interval calibrated without its fold's rows, 0 when
     not, NaN for a row in no fold (so coverage can be read for any subset of rows, e.g. the MoE runs)."""
     flags = np.asarray(flags, dtype=object)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
-import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 import polars as pl
 from mlflow.models.signature import ModelSignature
+from mlflow.pyfunc.model import PythonModel, PythonModelContext
 from mlflow.types import ColSpec, Schema
 from mlflow.types.schema import AnyType
 from sklearn.pipeline import Pipeline
@@ -71,10 +72,10 @@ class TrainingCoverage:
             framework = row.get("framework")
             if self.frameworks and (not isinstance(framework, str) or framework.lower() not in self.frameworks):
                 flags.append("unseen_framework")
-            gpus = pd.to_numeric(row.get("num_gpus"), errors="coerce")
+            gpus = _number(row.get("num_gpus"))
             if np.isfinite(gpus) and gpus > self.max_num_gpus:
                 flags.append("beyond_largest_cluster")
-            total, active = (pd.to_numeric(row.get(c), errors="coerce") for c in ("params_b", "active_params_b"))
+            total, active = (_number(row.get(c)) for c in ("params_b", "active_params_b"))
             moe = np.isfinite(total) and np.isfinite(active) and active < total * 0.999
             if moe and self.moe_rows < self.min_moe_rows:
                 flags.append("moe_little_data")
@@ -122,8 +123,8 @@ class TokenEfficiencyModel:
                 out[name] = pd.Series([None if pd.isna(v) else str(v) for v in values], index=frame.index,
                                       dtype=object)
             else:
-                values = frame[name] if name in frame.columns else np.nan
-                out[name] = pd.to_numeric(pd.Series(values, index=frame.index), errors="coerce").astype("float64")
+                numbers = frame[name] if name in frame.columns else np.nan
+                out[name] = pd.to_numeric(pd.Series(numbers, index=frame.index), errors="coerce").astype("float64")
         return out
 
     def predict(self, features: pd.DataFrame | pl.DataFrame) -> pd.DataFrame:
@@ -215,12 +216,18 @@ def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
     return out
 
 
+def _number(value: Any) -> float:
+    """A cell as a number (NaN when it is none or does not parse), as pandas reads it."""
+    return float(pd.to_numeric(value, errors="coerce"))
+
+
 def contract_signature() -> ModelSignature:
     """Input: the telemetry contract's columns without throughput, the prediction's required ones required.
     Typed `Any` on purpose: rows arrive as CSV text or with pandas' inferred types (an empty column is all-NaN
     float, `true` a boolean); the model's own normalisation parses every value and names the unreadable ones
     in `unscored_reason` per row, where a typed schema would reject the whole frame."""
-    inputs = Schema([ColSpec(AnyType(), name, required=name in PREDICTION_REQUIRED_COLUMNS)
+    # AnyType's constructor is unannotated in mlflow
+    inputs = Schema([ColSpec(AnyType(), name, required=name in PREDICTION_REQUIRED_COLUMNS)  # type: ignore[no-untyped-call]
                      for name in CONTRACT_INPUT_COLUMNS])
     outputs = Schema([*(ColSpec("double", name) for name in PREDICTION_COLUMNS),
                       ColSpec("string", EXTRAPOLATION, required=False),
@@ -232,7 +239,7 @@ with warnings.catch_warnings():
     # MLflow suggests type hints on predict; the explicit signature (contract_signature) is the schema
     warnings.simplefilter("ignore", UserWarning)
 
-    class TokenEfficiencyPyfunc(mlflow.pyfunc.PythonModel):
+    class TokenEfficiencyPyfunc(PythonModel):
         """MLflow wrapper: takes telemetry-contract rows and engineers their features itself, with the
         reference files logged as the model's artifacts (REFERENCE_FILES names) and the project code logged
         as its code_paths; serialized with cloudpickle."""
@@ -241,12 +248,14 @@ with warnings.catch_warnings():
             self.model = model
             self.features = features   # None in versions registered before contract rows (they took feature rows)
 
-        def load_context(self, context) -> None:  # the reference files as this copy of the model holds them
-            if getattr(self, "features", None) is not None:
-                self.features = self.features.with_files(
-                    {name: context.artifacts[name] for name in REFERENCE_FILES})
+        def load_context(self, context: PythonModelContext) -> None:  # the reference files as this copy holds them
+            features: ContractFeatures | None = getattr(self, "features", None)
+            if features is not None:
+                self.features = features.with_files({name: context.artifacts[name] for name in REFERENCE_FILES})
 
-        def predict(self, context, model_input, params=None):  # untyped on purpose: the signature is the schema
-            if getattr(self, "features", None) is None:
+        # Unannotated on purpose: MLflow reads predict's type hints as an input schema; the signature is the schema
+        def predict(self, context, model_input, params=None):  # type: ignore[no-untyped-def]
+            features: ContractFeatures | None = getattr(self, "features", None)
+            if features is None:
                 return self.model.predict(model_input)
-            return score_contract_rows(self.model, self.features, model_input)
+            return score_contract_rows(self.model, features, model_input)

@@ -180,11 +180,12 @@ def framework_family(text: str | None, families: Mapping[str, str]) -> str:
     return "other"
 
 
-def estimated_shape(active_params_b: float, aspect_ratio: float) -> tuple[float, float]:
+def estimated_shape(active_params_b: np.ndarray, aspect_ratio: float) -> tuple[np.ndarray, np.ndarray]:
     """(n_layers, d_model) of a dense transformer with N = 12 L d^2 and d = aspect_ratio x L."""
     n = active_params_b * 1e9
     layers = (n / (12.0 * aspect_ratio**2)) ** (1.0 / 3.0)
-    return layers, aspect_ratio * layers
+    width: np.ndarray = aspect_ratio * layers
+    return layers, width
 
 
 @dataclass(frozen=True)
@@ -334,7 +335,8 @@ def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, doma
     over the scale-up link, the others over the network; the two shares add."""
     peers_inside = np.clip(np.floor(domain / etp), 1.0, ep)
     inside = np.where(ep > 1, (peers_inside - 1.0) / np.maximum(ep - 1.0, 1.0), 0.0)
-    return bytes_ * (inside / scale_up_bytes_per_s + (1.0 - inside) / scale_out_bytes_per_s)
+    values: np.ndarray = bytes_ * (inside / scale_up_bytes_per_s + (1.0 - inside) / scale_out_bytes_per_s)
+    return values
 
 
 def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
@@ -571,7 +573,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         total = sum(step_time_parts(terms, p).values())
         index = self._framework_index(terms, frameworks) if index is None else index
         log_factor = np.concatenate([[pooled], theta[len(PARAMETERS):len(PARAMETERS) + len(frameworks)]])[index]
-        return np.log(total) + log_factor
+        values: np.ndarray = np.log(total) + log_factor
+        return values
 
     def fit(self, X: pd.DataFrame, y: np.ndarray) -> StructuredStepTime:
         cfg = self._cfg()
@@ -624,7 +627,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         return -self._log_time(terms, self.theta_, self.frameworks_, self.pooled_log_factor_)
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        return self.predict_log_tokens_per_sec(X) - np.log(_num(X, PHYSICS_BOUND))
+        values: np.ndarray = self.predict_log_tokens_per_sec(X) - np.log(_num(X, PHYSICS_BOUND))
+        return values
 
     def breakdown(self, X: pd.DataFrame) -> pd.DataFrame:
         """Seconds per token per GPU by part, the framework factor and the predicted tokens/s per GPU."""

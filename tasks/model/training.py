@@ -13,7 +13,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,7 +28,9 @@ import polars as pl
 import pyarrow
 import sklearn
 from matplotlib.figure import Figure
+from mlflow.data.pandas_dataset import from_pandas
 from mlflow.entities import Metric
+from mlflow.entities.model_registry import ModelVersion
 from mlflow.environment_variables import MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR
 from mlflow.exceptions import MlflowException
 from sklearn.inspection import permutation_importance
@@ -55,6 +57,7 @@ from tasks.model.evaluation import (
 )
 from tasks.model.intervals import (
     CalibrationPool,
+    CalibrationSettings,
     IntervalOffsets,
     NormalisedConformal,
     normalised_fold_coverage,
@@ -189,13 +192,15 @@ def moe_rows(frame: pd.DataFrame) -> np.ndarray:
     """True for MoE runs (fewer active than total parameters)."""
     total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
     active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
-    return np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
+    values: np.ndarray = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
+    return values
 
 
 def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """features.training_runs rows with a target (built by the telemetry ingest)."""
     try:
-        return query(con, "model/training_features").pl()
+        frame: pl.DataFrame = query(con, "model/training_features").pl()
+        return frame
     except duckdb.CatalogException as error:
         raise NotEnoughTelemetryError(
             "features.training_runs does not exist yet: run `gpucost ingest telemetry` first") from error
@@ -228,7 +233,7 @@ def configuration_groups(frame: pd.DataFrame) -> np.ndarray:
             + frame["params_b"].round(1).astype(str)).to_numpy()
 
 
-def calibration_settings(icfg: Mapping[str, Any]) -> dict[str, float]:
+def calibration_settings(icfg: Mapping[str, Any]) -> CalibrationSettings:
     return {"min_flag_rows": int(icfg["min_flag_rows"]),
             "default_widening": float(icfg["widen_factor"]),
             "residual_floor": float(icfg["residual_floor"])}
@@ -250,13 +255,13 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
                                grouped_folds(configuration_groups(data.frame), int(icfg["known_folds"])),
                                target, flagger)
         rows = np.arange(data.rows)
-        pool = CalibrationPool.concat([(r.residuals(data), rows, r.flags) for r in (*cv.values(), known)])
+        pool = CalibrationPool.concat([(r.residuals(data), rows, r.row_flags) for r in (*cv.values(), known)])
         settings = calibration_settings(icfg)
         for grouping, result in cv.items():
             evaluation.hits[grouping] = normalised_fold_hits(
-                pool, result.residuals(data), result.flags, result.fold_of_row, level, **settings)
+                pool, result.residuals(data), result.row_flags, result.fold_of_row, level, **settings)
             evaluation.coverage[grouping], evaluation.fold_coverage[grouping] = normalised_fold_coverage(
-                pool, result.residuals(data), result.flags, result.fold_of_row, level, **settings)
+                pool, result.residuals(data), result.row_flags, result.fold_of_row, level, **settings)
         evaluation.conformal = NormalisedConformal.calibrate(pool.residuals, pool.flags, level, **settings)
     if with_importance:
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
@@ -306,8 +311,8 @@ def _dataset(data: TrainingData) -> Any:
     with warnings.catch_warnings():
         # MLflow hints that integer columns cannot hold missing values: this schema only describes the data
         warnings.simplefilter("ignore", UserWarning)
-        return mlflow.data.from_pandas(data.frame, source="features.training_runs", targets=TARGET,
-                                       name="features.training_runs", digest=data.digest[:32])
+        return from_pandas(data.frame, source="features.training_runs", targets=TARGET,
+                           name="features.training_runs", digest=data.digest[:32])
 
 
 def log_candidate_run(evaluation: CandidateEvaluation, data: TrainingData, dataset: Any = None,
@@ -335,9 +340,10 @@ def log_candidate_run(evaluation: CandidateEvaluation, data: TrainingData, datas
             add({f"cv_{grouping}/interval_coverage": evaluation.coverage[grouping]})
         # dense and MoE runs apart: their held-out median APE and interval coverage
         add({f"cv_{grouping}/{name}": value for name, value in evaluation.by_kind(grouping, data).items()})
-        for fold, covered in evaluation.fold_coverage.get(grouping, {}).items():
-            add({f"cv_{grouping}/fold_interval_coverage": covered}, step=fold)
-        mlflow.log_dict([{"fold": f.index, "held_out": f.held_out, "test_rows": len(f.test), **m}
+        for fold_index, covered in evaluation.fold_coverage.get(grouping, {}).items():
+            add({f"cv_{grouping}/fold_interval_coverage": covered}, step=fold_index)
+        # log_dict writes any JSON value, a list too; its annotation says dict
+        mlflow.log_dict([{"fold": f.index, "held_out": f.held_out, "test_rows": len(f.test), **m}  # type: ignore[arg-type]
                          for f, m in zip(result.folds, result.fold_metrics, strict=True)], f"cv_{grouping}_folds.json")
     add({"score": evaluation.score})
     if evaluation.importance:
@@ -570,7 +576,7 @@ def recover_interrupted_training(tracking: Tracking, started_before_ms: int | No
             client.set_terminated(run.info.run_id, status="FAILED")
             notes.append(f"run {run.info.run_id} ({run.info.run_name}) was left RUNNING: marked FAILED")
     try:
-        versions = client.search_model_versions(f"name = '{REGISTERED_MODEL}'")
+        versions: Sequence[ModelVersion] = client.search_model_versions(f"name = '{REGISTERED_MODEL}'")
     except MlflowException:
         versions = []
     for version in versions:
@@ -692,7 +698,7 @@ def _train_and_register(data: TrainingData, config: Mapping[str, Any], target: T
                          TAG_REASON: decision.reason,
                          "not_eligible": "; ".join(f"{n}: worse than baseline on {', '.join(g)}"
                                                    for n, g in losses.items()) or "none"})
-        structured = getattr(best.fitted[-1], "structured_", best.fitted[-1]) if best.fitted is not None else None
+        structured: Any = getattr(best.fitted[-1], "structured_", best.fitted[-1]) if best.fitted is not None else None
         if hasattr(structured, "learned"):
             mlflow.log_metrics({"learned/" + k.replace("[", ".").replace("]", ""): v
                                 for k, (v, _unit) in structured.learned().items()})

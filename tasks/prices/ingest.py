@@ -13,9 +13,10 @@ import duckdb
 import polars as pl
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.lifecycle import Dataset, FileContext, FileError, FileSource, Staged, describe_error, ingest_file
+from tasks.ingest.lifecycle import Dataset, FileContext, FileError, Staged, describe_error, ingest_file
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
+from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
 from tasks.prices.adapter import AdapterContext, AdapterError, conform, reference_table
 from tasks.prices.config import PriceValidation
@@ -120,9 +121,10 @@ def collapse_duplicates(con: duckdb.DuckDBPyConnection) -> int:
     how many were dropped."""
     if not query(con, "prices/may_hold_identical_rows").fetchall()[0][0]:
         return 0
-    before = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    before: int = query(con, "prices/count_staged_rows").fetchall()[0][0]
     execute(con, "prices/collapse_duplicates")
-    return before - query(con, "prices/count_staged_rows").fetchall()[0][0]
+    after: int = query(con, "prices/count_staged_rows").fetchall()[0][0]
+    return before - after
 
 
 def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
@@ -178,7 +180,7 @@ def normalise(
             registered(con, "instance_overrides", overrides.to_arrow()),
         ):
             execute(con, "prices/normalise", _normalise_params(file))
-            rows = con.table("staging_file_rows").order(ROW_KEY).pl()
+            rows: pl.DataFrame = con.table("staging_file_rows").order(ROW_KEY).pl()
         return rows.with_columns(source_file=pl.lit(source_file), content_sha256=pl.lit(sha256),
                                  ingested_at=pl.lit(ingested_at).cast(pl.Datetime("us", "UTC")))
 

@@ -215,7 +215,8 @@ def read_terms(path: Path, context: AdapterContext) -> pl.DataFrame:
     with duckdb.connect() as con:
         con.execute("set timezone = 'UTC'")
         read_into_duckdb(con, path, context)
-        return query(con, "prices/aws_offer_term_records", {"provider": context.provider}).pl().drop("_row_id")
+        records: pl.DataFrame = query(con, "prices/aws_offer_term_records", {"provider": context.provider}).pl()
+        return records.drop("_row_id")
 
 
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
@@ -247,7 +248,7 @@ def fetch_aws(ctx: FetchContext, result: ProviderResult) -> None:
                      validators=known if previous and previous.exists() else None, progress=ctx.progress)
     index.is_index = True
     result.downloads.append(index)
-    index_path = previous if index.not_modified else index.path
+    index_path = previous if index.not_modified and previous else index.saved
     regions: dict[str, Any] = json_field(index_path, "regions") or {}
     wanted = cfg.regions or sorted(regions)
     missing = [r for r in wanted if r not in regions]
@@ -264,7 +265,7 @@ def fetch_aws(ctx: FetchContext, result: ProviderResult) -> None:
             result.errors.append(f"{region}: {describe(error)}")
             continue
         if not got.not_modified:
-            result.files.append(FetchedFile(got.path, "aws", "aws-offer"))
+            result.files.append(FetchedFile(got.saved, "aws", "aws-offer"))
 
 
 PROVIDER = Provider("aws", formats={"aws-offer": parse},

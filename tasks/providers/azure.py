@@ -194,8 +194,8 @@ def fetch_azure(ctx: FetchContext, result: ProviderResult) -> None:
         if page > ctx.http.max_pages:
             raise FetchError(f"more than {ctx.http.max_pages} pages ([http] max_pages); stopped")
         got = ctx.get(result, url, directory / f"retail-prices-page-{page:04d}.json", params=params)
-        result.files.append(FetchedFile(got.path, "azure", "azure-retail"))
-        link = json_field(got.path, "NextPageLink")
+        result.files.append(FetchedFile(got.saved, "azure", "azure-retail"))
+        link = json_field(got.saved, "NextPageLink")
         if link and link in seen:
             raise FetchError(f"NextPageLink repeats an earlier page ({link}); stopped after page {page}")
         seen.add(link or "")

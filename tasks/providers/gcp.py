@@ -118,20 +118,24 @@ def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
         gpu_pattern, part_pattern = (COMMIT_GPU_SKU, COMMIT_CORE_RAM_SKU) if commit else (GPU_SKU, CORE_RAM_SKU)
         gpu = gpu_pattern.match(description) if group == "GPU" else None
         part = part_pattern.match(description) if group in ("CPU", "RAM") else None
-        if gpu is None and part is None:
+        if gpu is not None:
+            kind, name = "gpu", gpu.group("name")
+        elif part is not None:
+            kind = {"cpu": "core"}.get(part.group("kind").lower(), part.group("kind").lower())
+            name = part.group("family")
+        else:
             skipped[NOT_VM_PART] = skipped.get(NOT_VM_PART, 0) + 1
             continue
         if commit:
             pricing = f"reserved_{int(commit.group('years'))}y"
         else:
             pricing = "spot" if usage in SPOT_USAGE else "on_demand"
-        kind = "gpu" if gpu else {"cpu": "core"}.get(part.group("kind").lower(), part.group("kind").lower())
         for region in sku.get("serviceRegions", []):
             rows.append(
                 {
                     "sku_index": index,
                     "kind": kind,
-                    "name": gpu.group("name") if gpu else part.group("family"),
+                    "name": name,
                     "pricing": pricing,
                     "region": region,
                     "price": unit_price(sku),
@@ -139,22 +143,23 @@ def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
                     "effective_time": _effective_time(sku),
                 }
             )
-    schema = {
-        "sku_index": pl.Int64,
-        "kind": pl.String,
-        "name": pl.String,
-        "pricing": pl.String,
-        "region": pl.String,
-        "price": pl.Float64,
-        "currency": pl.String,
+    schema = pl.Schema({
+        "sku_index": pl.Int64(),
+        "kind": pl.String(),
+        "name": pl.String(),
+        "pricing": pl.String(),
+        "region": pl.String(),
+        "price": pl.Float64(),
+        "currency": pl.String(),
         "effective_time": pl.Datetime("us", "UTC"),
-    }
+    })
     return pl.DataFrame(rows, schema=schema), skipped
 
 
 def _currency(sku: dict[str, Any]) -> str:
     try:
-        return sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"].get("currencyCode", "USD")
+        code: str = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"].get("currencyCode", "USD")
+        return code
     except (KeyError, IndexError, TypeError, AttributeError):
         return "USD"
 
@@ -258,8 +263,8 @@ def fetch_gcp(ctx: FetchContext, result: ProviderResult) -> None:
             raise FetchError(f"more than {ctx.http.max_pages} pages ([http] max_pages); stopped")
         got = ctx.get(result, url, directory / f"skus-page-{len(pages) + 1:04d}.json", params=params,
                       headers={"X-Goog-Api-Key": key})
-        pages.append(got.path)
-        token = json_field(got.path, "nextPageToken")
+        pages.append(got.saved)
+        token = json_field(got.saved, "nextPageToken")
         if not token:
             break
         if token in tokens:

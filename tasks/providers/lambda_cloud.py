@@ -60,7 +60,7 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
     skipped: dict[str, int] = {}
     for index, (key, item) in enumerate(document["data"].items(), start=1):
         item = item if isinstance(item, dict) else {}
-        spec = item.get("instance_type") if isinstance(item.get("instance_type"), dict) else {}
+        spec = found if isinstance(found := item.get("instance_type"), dict) else {}
         name = str(spec.get("name") or key)
         gpu = gpu_name(name)
         if gpu is None:
@@ -71,10 +71,11 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
         if not regions:
             skipped[NO_CAPACITY] = skipped.get(NO_CAPACITY, 0) + 1
             continue
-        specs = spec.get("specs") if isinstance(spec.get("specs"), dict) else {}
+        specs = found_specs if isinstance(found_specs := spec.get("specs"), dict) else {}
         cents = _number(spec.get("price_cents_per_hour"))
         memory = MEMORY.search(str(spec.get("gpu_description") or ""))
-        gpus = _number(specs.get("gpus")) or float(NAME.match(name).group(1))  # type: ignore[union-attr]
+        shape = NAME.match(name)  # matches: gpu_name found the GPU in it
+        gpus = _number(specs.get("gpus")) or (float(shape.group(1)) if shape else None)
         raw = json.dumps(item, default=str)
         for region in regions:
             rows.append({
@@ -108,7 +109,7 @@ def fetch_lambda(ctx: FetchContext, result: ProviderResult) -> None:
         return
     got = ctx.get(result, ctx.base_url, ctx.directory() / "instance-types.json",
                   headers={"Authorization": f"Bearer {key}"})
-    result.files.append(FetchedFile(got.path, "lambda", "lambda-api", {"regions": cfg.regions}))
+    result.files.append(FetchedFile(got.saved, "lambda", "lambda-api", {"regions": cfg.regions}))
 
 
 PROVIDER = Provider("lambda", formats={"lambda-api": parse}, fetch=fetch_lambda, config=LambdaConfig)

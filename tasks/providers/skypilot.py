@@ -258,7 +258,7 @@ def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
             result.errors.append(f"{cloud}: {describe(error)}")
             continue
         if not got.not_modified:
-            result.files.append(FetchedFile(got.path, cloud, "skypilot"))
+            result.files.append(FetchedFile(got.saved, cloud, "skypilot"))
 
 
 PROVIDER = Provider("skypilot", formats={"skypilot": parse},

@@ -18,7 +18,7 @@ from tasks.warehouse import query
 
 def top_offers(con: duckdb.DuckDBPyConnection, publish_date: date, top: int) -> pl.DataFrame:
     """The best `top` offers per workload, with the trust mark next to each (tasks/ranking/offers.py)."""
-    frame = query(con, "marts/top_offers", {"publish_date": publish_date, "top": top}).pl()
+    frame: pl.DataFrame = query(con, "marts/top_offers", {"publish_date": publish_date, "top": top}).pl()
     return frame.with_columns(trust_column()).drop("telemetry_runs_for_gpu")
 
 

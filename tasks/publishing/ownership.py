@@ -97,7 +97,7 @@ def carries_marker(path: Path) -> bool:
             tables = {name for (name,) in execute(con, "publish/main_tables").fetchall()}
     except (duckdb.Error, OSError):
         return False
-    return MARKER_TABLE in tables or LEGACY_TABLES <= tables
+    return MARKER_TABLE in tables or tables >= LEGACY_TABLES
 
 
 def database_is_ours(home: Path, path: Path) -> bool:

@@ -49,7 +49,7 @@ class OfferFilter:
 
 def find_offers(con: duckdb.DuckDBPyConnection, wanted: OfferFilter) -> pl.DataFrame:
     """Tonight's ranked offers matching `wanted`, best first per workload, with the trust mark."""
-    frame = query(con, "offers/offers", asdict(wanted)).pl()
+    frame: pl.DataFrame = query(con, "offers/offers", asdict(wanted)).pl()
     return frame.with_columns(trust_column())
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import polars as pl
 from pydantic import Field, PrivateAttr, ValidationError, model_validator
@@ -11,7 +12,7 @@ from tasks import config
 from tasks.config import Positive, Strict
 from tasks.ranking.config import Ranking
 from tasks.settings import ConfigError, config_dir
-from tasks.telemetry.contract import WORKLOAD_TYPES
+from tasks.telemetry.contract import WorkloadType
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),
@@ -64,7 +65,7 @@ class Workload(Strict):
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
     description: str | None = None
-    workload: Literal[WORKLOAD_TYPES]  # type: ignore[valid-type] - a tuple of literals, spelled once
+    workload: WorkloadType
     model_name: str | None = None
     params_b: Billions
     active_params_b: Billions | None = None
@@ -98,7 +99,7 @@ class Workload(Strict):
         return self
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: Mapping[str, Any]) -> str:
     key = ".".join(str(part) for part in error["loc"]) or "entry"
     if error["type"] == "extra_forbidden":
         return f"{key} is not a workload key (a typo?)"

@@ -10,19 +10,19 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from tasks import config
 from tasks.config import Count, NonNegative, Positive, Strict
 from tasks.telemetry.contract import (
-    CHECKPOINTING_KINDS,
     INPUT_KINDS,
     LOW_PRECISION_FAMILIES,
     MLFLOW_READER_FIELDS,
-    PRECISION_FAMILIES,
-    PRECISION_RECIPES,
-    WORKLOAD_TYPES,
+    CheckpointingKind,
+    PrecisionFamily,
+    PrecisionRecipe,
+    WorkloadType,
 )
 
 
 class PrecisionSpec(Strict):
-    family: Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
-    recipe: Literal[PRECISION_RECIPES]  # type: ignore[valid-type]
+    family: PrecisionFamily
+    recipe: PrecisionRecipe
 
     @field_validator("recipe")
     @classmethod
@@ -33,7 +33,7 @@ class PrecisionSpec(Strict):
         return recipe
 
 
-Family = Literal[PRECISION_FAMILIES]  # type: ignore[valid-type]
+Family = PrecisionFamily
 
 
 class TelemetryValidation(Strict):
@@ -61,8 +61,8 @@ class Telemetry(Strict):
     validation: TelemetryValidation = TelemetryValidation()
     precision: dict[str, Family | PrecisionSpec] = {}
     precision_prefix: dict[str, PrecisionSpec] = {}
-    workload: dict[str, Literal[WORKLOAD_TYPES]] = {}  # type: ignore[valid-type]
-    activation_checkpointing: dict[str, Literal[CHECKPOINTING_KINDS]] = {}  # type: ignore[valid-type]
+    workload: dict[str, WorkloadType] = {}
+    activation_checkpointing: dict[str, CheckpointingKind] = {}
 
     @field_validator("precision")
     @classmethod

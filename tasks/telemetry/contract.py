@@ -6,6 +6,8 @@ provenance columns), so the feature SQL can rely on every column existing with o
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import polars as pl
 
 # Columns a telemetry FILE must have (a missing one is a file-level error naming it). Throughput is
@@ -13,11 +15,15 @@ import polars as pl
 REQUIRED_COLUMNS: tuple[str, ...] = ("run_id", "gpu", "num_gpus", "params_b", "seq_len", "precision")
 THROUGHPUT_COLUMN = "tokens_per_sec_per_gpu"
 # The workload types of the contract (telemetry rows and config/workloads.toml entries alike).
-WORKLOAD_TYPES: tuple[str, ...] = ("pretrain", "sft", "lora", "qlora")
+WorkloadType = Literal["pretrain", "sft", "lora", "qlora"]
+WORKLOAD_TYPES: tuple[WorkloadType, ...] = get_args(WorkloadType)
 # The contract's other vocabularies (config/telemetry.toml maps free spellings onto these).
-PRECISION_FAMILIES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")
-PRECISION_RECIPES: tuple[str, ...] = ("none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv")
-CHECKPOINTING_KINDS: tuple[str, ...] = ("none", "selective", "full")
+PrecisionFamily = Literal["fp32", "tf32", "fp16", "bf16", "fp8", "fp4"]
+PRECISION_FAMILIES: tuple[PrecisionFamily, ...] = get_args(PrecisionFamily)
+PrecisionRecipe = Literal["none", "delayed", "current", "tensorwise", "rowwise", "blockwise", "mx", "nv"]
+PRECISION_RECIPES: tuple[PrecisionRecipe, ...] = get_args(PrecisionRecipe)
+CheckpointingKind = Literal["none", "selective", "full"]
+CHECKPOINTING_KINDS: tuple[CheckpointingKind, ...] = get_args(CheckpointingKind)
 LOW_PRECISION_FAMILIES: tuple[str, ...] = ("fp8", "fp4")  # families whose runs name a scaling recipe
 THROUGHPUT_PAIR: tuple[str, str] = ("tokens_processed", "wall_seconds")
 # What the MLflow reader derives from a run itself: a mapping (config/mlflow_telemetry.toml) cannot set these.

@@ -18,12 +18,11 @@ import polars as pl
 import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import land_bytes, landing_dir
+from tasks.ingest.landing import land_bytes
 from tasks.ingest.lifecycle import (
     Dataset,
     FileContext,
     FileError,
-    FileSource,
     Staged,
     describe_error,
     ingest_file,
@@ -31,7 +30,9 @@ from tasks.ingest.lifecycle import (
 )
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
+from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
+from tasks.landing_zone import landing_dir
 from tasks.telemetry.config import TelemetryValidation
 from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import normalise_runs, unknown_spellings
@@ -156,7 +157,7 @@ class TelemetryDataset(Dataset):
         Each normalised chunk is handed back as a Parquet file in `folder` (in the ingest's spill folder) and the
         view reads them all: appending chunk after chunk to a table inside the file's transaction grew the
         process by about 1 KB per row outside DuckDB's memory cap (10^6 rows: 2 GB)."""
-        rows, files = 0, []
+        rows, files = 0, list[str]()
         pending: deque[Future[str]] = deque()
         # one streamed query, read in batches of at most CHUNK_ROWS while NORMALISE_THREADS threads normalise the
         # batches already read (at most that many in flight: memory stays bounded); the result is closed whatever

@@ -195,49 +195,60 @@ def resolve(spec: Any, ctx: _Context) -> str | None:
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         return _number_text(float(spec))
     if isinstance(spec, str):
-        scope, _, name = spec.partition(".")
-        if scope == "params":
-            return ctx.params.get(name)
-        if scope == "tags":
-            return ctx.tags.get(name)
-        if scope == "metrics":
-            value = ctx.metrics.get(name)
-            return None if value is None else _number_text(value)
-        if scope == "field":
-            return ctx.fields.get(name)
-        if spec == "system.gpu_count":
-            return None if not ctx.gpu_count else str(ctx.gpu_count)
-        if spec == "run.duration_s":
-            return None if ctx.duration_s is None else _number_text(ctx.duration_s)
-        raise MlflowMappingError(
-            f"field spec {spec!r}: use params., tags., metrics., field., system.gpu_count or run.duration_s"
-        )
+        return _resolve_name(spec, ctx)
     if not isinstance(spec, dict):
         raise MlflowMappingError(f"field spec {spec!r} is neither a name nor a table")
-    if "value" in spec:
-        result: str | None = str(spec["value"])
-    elif "first" in spec:
-        result = next((v for v in (resolve(s, ctx) for s in spec["first"]) if v is not None), None)
-    elif "product" in spec:
-        values = [resolve(s, ctx) for s in spec["product"]]
-        if any(v is None for v in values):
-            result = None
-        else:
-            product = 1.0
-            for s, v in zip(spec["product"], values, strict=True):
-                product *= _as_float(v, s)  # type: ignore[arg-type]
-            result = _number_text(product)
-    elif "from" in spec:
-        result = resolve(spec["from"], ctx)
-        if result is not None and "map" in spec:
-            result = spec["map"].get(result)
-    else:
-        raise MlflowMappingError(f"field spec {spec!r}: a table needs value, first, product or from")
+    result = _resolve_table(spec, ctx)
     if result is not None and "factor" in spec:
         result = _number_text(_as_float(result, spec) * float(spec["factor"]))
     if result is None and "default" in spec:
         result = str(spec["default"])
     return result
+
+
+def _resolve_name(spec: str, ctx: _Context) -> str | None:
+    """A named spec: params.x, tags.x, metrics.x, field.x, system.gpu_count or run.duration_s."""
+    scope, _, name = spec.partition(".")
+    if scope == "params":
+        return ctx.params.get(name)
+    if scope == "tags":
+        return ctx.tags.get(name)
+    if scope == "metrics":
+        value = ctx.metrics.get(name)
+        return None if value is None else _number_text(value)
+    if scope == "field":
+        return ctx.fields.get(name)
+    if spec == "system.gpu_count":
+        return None if not ctx.gpu_count else str(ctx.gpu_count)
+    if spec == "run.duration_s":
+        return None if ctx.duration_s is None else _number_text(ctx.duration_s)
+    raise MlflowMappingError(
+        f"field spec {spec!r}: use params., tags., metrics., field., system.gpu_count or run.duration_s"
+    )
+
+
+def _resolve_table(spec: dict[str, Any], ctx: _Context) -> str | None:
+    """A table spec's value, before its factor and default: value, first, product or from (with its map)."""
+    if "value" in spec:
+        return str(spec["value"])
+    if "first" in spec:
+        return next((v for v in (resolve(s, ctx) for s in spec["first"]) if v is not None), None)
+    if "product" in spec:
+        values = [resolve(s, ctx) for s in spec["product"]]
+        resolved = [v for v in values if v is not None]
+        if len(resolved) < len(values):
+            return None
+        product = 1.0
+        for s, v in zip(spec["product"], resolved, strict=True):
+            product *= _as_float(v, s)
+        return _number_text(product)
+    if "from" in spec:
+        result = resolve(spec["from"], ctx)
+        if result is not None and "map" in spec:
+            mapped: str | None = spec["map"].get(result)
+            return mapped
+        return result
+    raise MlflowMappingError(f"field spec {spec!r}: a table needs value, first, product or from")
 
 
 def _describe(spec: Any) -> str:
@@ -388,7 +399,10 @@ def _throughput_and_power(
     spec = mapping["throughput"]
     kind = spec["kind"]
     values = record.values
-    num_gpus = _as_float(values["num_gpus"], "num_gpus")  # type: ignore[arg-type]
+    num_gpus_text = values["num_gpus"]
+    if num_gpus_text is None:  # said before: num_gpus is a required field
+        raise RunProblem("num_gpus is missing")
+    num_gpus = _as_float(num_gpus_text, "num_gpus")
     if num_gpus <= 0:
         raise RunProblem(f"num_gpus is {values['num_gpus']}")
     if kind == "totals":

@@ -64,9 +64,10 @@ def load_vocabulary(telemetry: Telemetry) -> dict[str, dict[str, Any]]:
 def precision_of(spelling: str, vocabulary: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
     """(family, recipe) of a precision spelling: the exact key, else the longest matching prefix, else None."""
     key = spelling_key(spelling)
-    if key in vocabulary["precision"]:
-        return vocabulary["precision"][key]
-    prefixes = vocabulary.get("precision_prefix", {})
+    exact: dict[str, tuple[str, str]] = vocabulary["precision"]
+    if key in exact:
+        return exact[key]
+    prefixes: dict[str, tuple[str, str]] = vocabulary.get("precision_prefix", {})
     for prefix in sorted(prefixes, key=len, reverse=True):
         if key.startswith(prefix):
             return prefixes[prefix]
@@ -83,7 +84,7 @@ def _text(frame: pl.DataFrame, column: str) -> pl.Series:
     elif series.dtype != pl.String:
         series = series.cast(pl.String, strict=False)
     series = series.str.strip_chars()
-    return series.set(series == "", None) if series.len() else series  # type: ignore[arg-type]
+    return series.set(series == "", None) if series.len() else series
 
 
 def _lookup(text: pl.Series, table: dict[str, Any], dtype: pl.DataType) -> pl.Series:
@@ -113,7 +114,7 @@ def _parse(text: pl.Series, kind: str, vocabulary: dict[str, dict[str, Any]]) ->
         whole = number.is_finite() & (number == number.floor())
         # strict=False: a whole number beyond Int64 (e.g. 1e308) becomes null, i.e. an unparsed field that
         # quarantines the row, instead of an exception that would abort the whole ingest
-        return number.set(~whole.fill_null(False), None).cast(pl.Int64, strict=False)  # type: ignore[arg-type]
+        return number.set(~whole.fill_null(False), None).cast(pl.Int64, strict=False)
     if kind == "timestamp":
         return per_distinct(text, _timestamp, pl.Datetime("us", "UTC"))
     raise ValueError(f"unknown column kind {kind!r}")
@@ -158,7 +159,7 @@ def normalise_runs(
     recipe = family_recipe.str.split_exact("\x1f", 1).struct.field("field_1").replace("", None)
     workload_name = parsed["workload"]
     workload = _lookup(workload_name, vocabulary["workload"], pl.String())
-    workload = workload.set(workload_name.is_null(), DEFAULT_WORKLOAD) if frame.height else workload  # type: ignore[arg-type]
+    workload = workload.set(workload_name.is_null(), DEFAULT_WORKLOAD) if frame.height else workload
 
     columns: dict[str, pl.Series] = {
         "run_id": parsed["run_id"],

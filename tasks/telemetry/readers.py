@@ -115,7 +115,8 @@ def _read_csv(path: Path) -> pl.DataFrame:
     lines = lines.str.split("\n").explode()
     if crlf:
         lines = lines.str.strip_suffix("\r")
-    if lines.len() > 0 and lines.str.len_chars().max() > csv.field_size_limit():  # type: ignore[operator]
+    longest = lines.str.len_chars().max()
+    if isinstance(longest, int) and longest > csv.field_size_limit():
         return _read_csv_rowwise(path)  # a field may exceed the csv module's limit: let it say so
     header_line = lines[0]
     if not header_line:
@@ -258,9 +259,11 @@ def _plain_csv(path: Path) -> bool:
             seam = previous + block[:2]  # a pattern across the blocks' boundary (the block itself is not copied)
             if b'"' in block or b"\n\n" in block or b"\n\n" in seam or b"\n\r\n" in block or b"\n\r\n" in seam:
                 return False
-            if b"\r" in block:  # every CR starts a CRLF (a CR ending the block counts as lone: the general reader)
-                if block.count(b"\r") != block.count(b"\r\n") + (previous[-1:] == b"\r" and block[:1] == b"\n"):
-                    return False
+            # every CR starts a CRLF (a CR ending the block counts as lone: the general reader)
+            if b"\r" in block and (
+                block.count(b"\r") != block.count(b"\r\n") + (previous[-1:] == b"\r" and block[:1] == b"\n")
+            ):
+                return False
             previous = block[-2:]
     return True
 
@@ -290,15 +293,9 @@ def transaction_usable(con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
-def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Read the file with DuckDB into staging_file_records (the lifecycle's records as read): the row key
-    `_row_id`, `source_line`, `raw_values` (every column of the record, as JSON) and the contract's columns
-    as text (as `read_telemetry` gives them; the only ones normalised). False when the file needs the general
-    readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
-    reads it with `read_telemetry`. Nothing of the file passes through Python."""
-
-    fmt = file_format(path)
-    text = duckdb.sqltype("VARCHAR")
+def _stage_file(con: duckdb.DuckDBPyConnection, path: Path, fmt: str) -> bool:
+    """DuckDB reads a plain CSV or a narrow Parquet file into staging_telemetry_file; False when the file is
+    neither, or DuckDB refuses it (the general reader then names the problem: line, field count, encoding, ...)."""
     try:
         if fmt == "csv":
             if not (_plain_csv(path) and _csv_header_plain(path)):
@@ -313,24 +310,39 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     except duckdb.Error:
         if not transaction_usable(con):
             raise  # e.g. out of memory while executing: the file's transaction is aborted, nothing can follow
-        return False  # the general reader names the problem (line, field count, encoding, ...)
+        return False
+    return True
+
+
+def _cell_as_text(name: str, kind: str, fmt: str) -> duckdb.Expression:
+    """A column's cell as text, as `read_telemetry` gives it."""
+    value = duckdb.ColumnExpression(name)
+    text = duckdb.sqltype("VARCHAR")
+    if fmt == "csv":  # a blank cell is missing (as csv.reader + strip in the readers above)
+        blank = duckdb.FunctionExpression("regexp_matches", value, duckdb.ConstantExpression(r"^\s*$"))
+        return duckdb.CaseExpression(blank, duckdb.ConstantExpression(None).cast(text)).otherwise(value).alias(name)
+    if kind == "BOOLEAN":  # str(True) = 'True'
+        return (duckdb.CaseExpression(value, duckdb.ConstantExpression("True"))
+                .when(~value, duckdb.ConstantExpression("False")).alias(name))
+    return value.cast(text).alias(name)
+
+
+def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Read the file with DuckDB into staging_file_records (the lifecycle's records as read): the row key
+    `_row_id`, `source_line`, `raw_values` (every column of the record, as JSON) and the contract's columns
+    as text (as `read_telemetry` gives them; the only ones normalised). False when the file needs the general
+    readers above (quotes, blank lines, ragged rows, JSON Lines, nested Parquet values): the caller then
+    reads it with `read_telemetry`. Nothing of the file passes through Python."""
+
+    fmt = file_format(path)
+    if not _stage_file(con, path, fmt):
+        return False
     table = con.table("staging_telemetry_file")
     types = dict(zip(table.columns, (str(t) for t in table.types), strict=True))
     if fmt == "parquet" and any(t not in SCALAR_TYPES for t in types.values()):
         return False
     check_required_columns(list(types))
-    cells = []
-    for name, kind in types.items():
-        value = duckdb.ColumnExpression(name)
-        if fmt == "csv":  # a blank cell is missing (as csv.reader + strip in the readers above)
-            blank = duckdb.FunctionExpression("regexp_matches", value, duckdb.ConstantExpression(r"^\s*$"))
-            cells.append(duckdb.CaseExpression(blank, duckdb.ConstantExpression(None).cast(text))
-                         .otherwise(value).alias(name))
-        elif kind == "BOOLEAN":  # str(True) = 'True'
-            cells.append(duckdb.CaseExpression(value, duckdb.ConstantExpression("True"))
-                         .when(~value, duckdb.ConstantExpression("False")).alias(name))
-        else:
-            cells.append(value.cast(text).alias(name))
+    cells = [_cell_as_text(name, kind, fmt) for name, kind in types.items()]
     order = duckdb.SQLExpression("rowid").alias("_order")
     # the record's line is its place + 1 + this (CSV: the header is line 1; Parquet: records count from 1)
     line_offset = duckdb.ConstantExpression(1 if fmt == "csv" else 0).alias("_line_offset")

@@ -54,7 +54,7 @@ def inline_cost_terms(sql: str) -> dict[str, list[str]]:
         tree = json.loads(con.sql("select json_serialize_sql($s)", params={"s": body}).fetchall()[0][0])
     assert not tree["error"], tree
     terms = {item["alias"]: _inline_arithmetic(item) for item in _select_items(tree["statements"])}
-    assert COST_TERMS <= set(terms), COST_TERMS - set(terms)  # every term is found where it is defined
+    assert set(terms) >= COST_TERMS, COST_TERMS - set(terms)  # every term is found where it is defined
     return {name: ops for name, ops in terms.items() if name in COST_TERMS and ops}
 
 

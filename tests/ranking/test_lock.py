@@ -11,9 +11,7 @@ from tasks.processes import RunLockedError, run_lock
 
 def test_second_run_is_refused_and_lock_released_after(tmp_path):
     lock = tmp_path / "nightly.lock"
-    with run_lock(lock):
-        with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"):
-            with run_lock(lock):
-                pass
+    with run_lock(lock), pytest.raises(RunLockedError, match=f"pid {os.getpid()}"), run_lock(lock):
+        pass
     with run_lock(lock):  # released when the first run ended
         pass

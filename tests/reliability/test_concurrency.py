@@ -6,6 +6,7 @@ Real `gpucost` processes. The ones that run flows talk to the session's temporar
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from datetime import UTC, datetime
@@ -55,9 +56,14 @@ def test_two_runs_at_once_one_is_refused_and_nothing_is_corrupted(prefect_harnes
     reader = hold_open(home / "published.duckdb", tmp_path)  # and a user reads last night's ranking meanwhile
     try:
         env = flow_env(states)
-        runs = [subprocess.Popen([str(GPUCOST), "run"], env=env, stdout=open(tmp_path / f"run{i}.out", "w"),
-                                 stderr=open(tmp_path / f"run{i}.err", "w")) for i in (1, 2)]
-        codes = [run.wait(timeout=300) for run in runs]
+        with contextlib.ExitStack() as files:
+            runs = [
+                subprocess.Popen([str(GPUCOST), "run"], env=env,
+                                 stdout=files.enter_context(open(tmp_path / f"run{i}.out", "w")),
+                                 stderr=files.enter_context(open(tmp_path / f"run{i}.err", "w")))
+                for i in (1, 2)
+            ]
+            codes = [run.wait(timeout=300) for run in runs]
     finally:
         stop(reader)
     outputs = [(tmp_path / f"run{i}.out").read_text() + (tmp_path / f"run{i}.err").read_text() for i in (1, 2)]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -98,10 +99,8 @@ def postgres() -> Iterator[Postgres]:
         wait_until(lambda: _accepts(server), 60, "PostgreSQL", interval=0.2)
         yield server
     finally:
-        try:
+        with contextlib.suppress(Exception):  # never started, or already gone
             executor.stop()
-        except Exception:  # never started, or already gone
-            pass
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -4,6 +4,7 @@ finaliser can stop it with everything it spawned, even when a test fails."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -41,19 +42,13 @@ def start_group(command: Sequence[str], log: Path, env: dict[str, str] | None = 
 
 def stop_group(process: subprocess.Popen, timeout: float = 20.0) -> None:
     """SIGTERM the whole process group, SIGKILL what is left after `timeout` seconds."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass
     # children (uvicorn, a flow-run subprocess) may outlive the leader: kill whatever is left in the group
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     process.wait(timeout=timeout)
 
 

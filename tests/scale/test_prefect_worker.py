@@ -7,6 +7,7 @@ line, and leaves no process running."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -140,7 +141,7 @@ def test_serve_deploys_prefect_yaml_and_its_worker_runs_one_nightly_at_a_time(
             starts = sorted(datetime.fromisoformat(r["expected_start_time"]).astimezone(ZoneInfo(ZONE))
                             for r in flow_runs(http, nightly["id"], "SCHEDULED"))
             assert {(t.hour, t.minute) for t in starts} == {(hour, 30)}, starts
-            assert all((b - a).days == 1 and (b - a).seconds == 0 for a, b in zip(starts, starts[1:], strict=False))
+            assert all((b - a).days == 1 and (b - a).seconds == 0 for a, b in itertools.pairwise(starts))
 
             # two nightly runs triggered at once: the server lets one start and cancels the other
             triggered = datetime.now(UTC)

@@ -374,7 +374,7 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     others = [row for row in energy if row[0] not in ("H100-SXM", "A100-80GB")]
     assert others
     assert all(r[1] == pytest.approx(0.9) and r[2].startswith("default: config/ranking.toml") for r in others)
-    _, fraction, _, gpus, tdp, hours, pue, kwh = by_gpu["H100-SXM"]
+    _, _fraction, _, gpus, _tdp, hours, pue, kwh = by_gpu["H100-SXM"]
     assert kwh == pytest.approx(gpus * 700 * (620 / 700) * hours * pue / 1000)  # = gpus x 620 W x hours x PUE
 
 

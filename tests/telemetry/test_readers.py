@@ -33,5 +33,5 @@ def test_csv_lines_blank_rows_and_cells(text: str, tmp_path: Path) -> None:
 def test_csv_row_with_the_wrong_field_count_names_its_line(quote: str, tmp_path: Path) -> None:
     path = tmp_path / "ragged.csv"
     path.write_bytes(f"run_id,gpu\n{quote}r1{quote},H100-SXM\n\nr2,H100-SXM,extra\n".encode())
-    with pytest.raises(TelemetryFileError, match="^line 4: 3 fields, the header has 2$"):
+    with pytest.raises(TelemetryFileError, match=r"^line 4: 3 fields, the header has 2$"):
         _read_csv(path)
