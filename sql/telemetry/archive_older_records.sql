@@ -6,20 +6,9 @@ with older as (
 )
 
 select
-    run_id, gpu, gpu_name, num_gpus, model_name, params_b, active_params_b, n_layers, d_model,
-    moe_experts, moe_top_k, moe_expert_ffn, moe_shared_experts, scale_up_domain_gpus, scale_out_gbps_per_gpu, seq_len,
-    precision,
-    precision_name,
-    precision_recipe,
-    workload,
-    micro_batch,
-    global_batch_tokens,
-    parallelism,
-    activation_checkpointing,
-    framework, optimizer, learning_rate, avg_power_w, mfu_reported, tokens_processed, wall_seconds,
-    tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name, record_hash,
-    $source_file as source_file, source_line, $sha as content_sha256, $ingested_at::timestamptz as ingested_at,
+    staging_stored_runs.* exclude (_row_id),
+    $source_file as source_file, $sha as content_sha256, $ingested_at::timestamptz as ingested_at,
     $superseded_at as superseded_at,
     current_sha as superseded_by_sha
-from staging_file_rows
-inner join older on staging_file_rows._row_id = older.older_row_id
+from staging_stored_runs
+inner join older on staging_stored_runs._row_id = older.older_row_id

@@ -6,18 +6,7 @@ with classified as (
 )
 
 select
-    run_id, gpu, gpu_name, num_gpus, model_name, params_b, active_params_b, n_layers, d_model,
-    moe_experts, moe_top_k, moe_expert_ffn, moe_shared_experts, scale_up_domain_gpus, scale_out_gbps_per_gpu, seq_len,
-    precision,
-    precision_name,
-    precision_recipe,
-    workload,
-    micro_batch,
-    global_batch_tokens,
-    parallelism,
-    activation_checkpointing,
-    framework, optimizer, learning_rate, avg_power_w, mfu_reported, tokens_processed, wall_seconds,
-    tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name, record_hash,
-    $source_file as source_file, source_line, $sha as content_sha256, $ingested_at::timestamptz as ingested_at
-from staging_file_rows
+    staging_stored_runs.* exclude (_row_id),
+    $source_file as source_file, $sha as content_sha256, $ingested_at::timestamptz as ingested_at
+from staging_stored_runs
 semi join classified using (_row_id)

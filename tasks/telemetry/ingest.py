@@ -212,6 +212,7 @@ class TelemetryDataset(Dataset):
 
     def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
         execute(con, "telemetry/classify_runs")
+        execute(con, "telemetry/stored_run_rows")
         identity = {"source_file": file.source_file, "sha": file.sha256, "ingested_at": file.ingested_at}
         execute(con, "telemetry/archive_replaced_runs", {"superseded_at": file.ingested_at, "sha": file.sha256})
         execute(con, "telemetry/archive_older_records", {**identity, "superseded_at": file.ingested_at})
@@ -220,6 +221,7 @@ class TelemetryDataset(Dataset):
         counts = dict(query(con, "common/count_by_value",
                             {"table": "temp.classified_runs", "column": "action"}).fetchall())
         execute(con, "telemetry/drop_classified_runs")
+        execute(con, "telemetry/drop_stored_run_rows")
         return [
             "runs: {new} new, {newer} replaced (older record kept in history), {unchanged} unchanged, "
             "{older} older than the current record (kept in history)".format(
