@@ -104,7 +104,6 @@ def resources() -> Resources:
         return config_files.resources()
     except ConfigError as error:
         fail(str(error), Exit.INPUT)
-        raise  # not reached: fail exits
 
 
 def check_warehouse_not_busy(warehouse: Path, code: int = Exit.BUSY) -> None:
@@ -317,15 +316,11 @@ class _tracebacks_dropped:
         self.prefect_home = state.prefect_home
 
     def __enter__(self) -> None:
-        import logging
-
         self.filter = _DropTraceback()
         for name in self.names:
             logging.getLogger(name).addFilter(self.filter)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
-        import logging
-
         for name in self.names:
             logging.getLogger(name).removeFilter(self.filter)
         if isinstance(error, RuntimeError) and "Prefect API" in str(error):

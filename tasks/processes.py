@@ -96,7 +96,7 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
     parent = os.getppid()
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl: nobody would ever send the signal
-        os._exit(128 + int(sig))
+        os._exit(stopped_exit(sig))
 
 
 def group_members(pgid: int) -> list[int]:
@@ -105,15 +105,19 @@ def group_members(pgid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # after the command name in parentheses: state ppid pgrp ...
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        fields = _stat_fields(entry)
+        if fields is not None and int(fields[2]) == pgid and fields[0] != "Z":
             members.append(int(entry.name))
     return members
+
+
+def _stat_fields(process: Path) -> list[str] | None:
+    """/proc/PID/stat after the command name in parentheses (state ppid pgrp ...), or None once it is gone."""
+    try:
+        stat = (process / "stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2:].split()
 
 
 def processes_with_env(name: str, value: str) -> list[int]:
@@ -127,10 +131,11 @@ def processes_with_env(name: str, value: str) -> list[int]:
             continue
         try:
             environ = (entry / "environ").read_bytes()
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue  # a zombie holds no resources; its parent reaps it
         except OSError:
             continue
+        fields = _stat_fields(entry)
+        if fields is None or fields[0] == "Z":
+            continue  # gone, or a zombie: it holds no resources and its parent reaps it
         if wanted in environ.split(b"\0"):
             found.append(int(entry.name))
     return found

@@ -177,6 +177,11 @@ def state_home(environment: Environment) -> Path:
     return (environment.home or Path.cwd() / ".gpucost").resolve()
 
 
+def prefect_home(environment: Environment) -> Path:
+    """Prefect's state folder: `PREFECT_HOME` when set, else inside the state folder."""
+    return environment.prefect_home or state_home(environment) / "prefect"
+
+
 def locate(reference: Path, environment: Environment | None = None) -> Resources:
     """The resources as the environment says now (tests change `GPUCOST_HOME` between cases), with `reference` the
     configured reference folder."""
@@ -187,7 +192,7 @@ def locate(reference: Path, environment: Environment | None = None) -> Resources
         warehouse=environment.warehouse or home / "warehouse.duckdb",
         published=environment.published or home / "published.duckdb",
         tracking_uri=environment.mlflow_tracking_uri or f"sqlite:///{home / 'mlflow' / 'mlflow.db'}",
-        prefect_home=environment.prefect_home or home / "prefect",
+        prefect_home=prefect_home(environment),
         reference=reference,
     )
 
@@ -211,14 +216,14 @@ def configure_prefect_environment() -> None:
         environment = Environment.current()
     except ConfigError:
         return  # a bad override: the command line says so in one line before anything runs
-    prefect_home = environment.prefect_home or state_home(environment) / "prefect"
-    os.environ.setdefault("PREFECT_HOME", str(prefect_home))
+    prefect_folder = prefect_home(environment)
+    os.environ.setdefault("PREFECT_HOME", str(prefect_folder))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
     # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
     with contextlib.suppress(OSError):
         Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_home / "storage"))
+    os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_folder / "storage"))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
     # Prefect's temporary server gives up after 20 s by default; a loaded 2-core machine needs longer.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
