@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.console import configure_cli_output, quiet_prefect_environment
@@ -24,8 +23,8 @@ from gpucost.present import (
     print_offers,
     print_result_table,
     print_totals,
+    print_workloads,
     print_wrapped,
-    tokens,
     wrapped,
 )
 from gpucost.serve import ServeError
@@ -449,14 +448,7 @@ def workloads() -> None:
         frame = load_workloads(config_files.workloads(), config_files.ranking())
     except (WorkloadConfigError, FileNotFoundError) as error:
         fail(str(error), Exit.INPUT)
-    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
-    for column in ("name", "type", "params", "tokens", "precision", "deadline", "description"):
-        table.add_column(column, overflow="fold")
-    for row in frame.iter_rows(named=True):
-        deadline = f"{row['deadline_hours']:,.0f} h" if row["deadline_hours"] else "-"
-        table.add_row(row["workload"], row["workload_type"], f"{row['params_b']:g}B",
-                      tokens(row["token_budget"]), row["precision"], deadline, row["description"] or "")
-    narrow_console().print(table)
+    print_workloads(frame)
 
 
 @app.command()
@@ -567,7 +559,8 @@ def fetch(
     failed = report.failed()
     if failed:
         fail("fetch " + "; ".join(f"{r.name} {r.status}: {r.detail}" for r in failed)
-             + " (the other providers were ingested; the last good prices are kept)")
+             + " (the other providers were ingested; the last good prices are kept)",
+             Exit.DISK_FULL if any(r.disk_full for r in failed) else Exit.FAILED)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,11 @@ def print_wrapped(text: str) -> None:
     narrow_console().print(wrapped(text), highlight=False)
 
 
+def shown(text: object) -> str:
+    """Text from data or config in a rich table: escaped, never obeyed (nor read as markup)."""
+    return escape(printable(str(text)))
+
+
 def print_totals(outcomes: Sequence[FileOutcome]) -> None:
 
     t = totals(outcomes)
@@ -49,9 +54,6 @@ def print_offers(found: pl.DataFrame, sort_by: str) -> None:
     """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
     with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
     `extrapolated`)."""
-    def shown(text: object) -> str:  # provider-supplied text: shown escaped, never obeyed (nor read as markup)
-        return escape(printable(str(text)))
-
     console = narrow_console()
     for (name,), rows in found.group_by("workload", maintain_order=True):
         table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
@@ -110,10 +112,22 @@ def tokens(value: float) -> str:
     return f"{value:g}"
 
 
+def print_workloads(frame: pl.DataFrame) -> None:
+    """The configured workloads, one row each; their text (names, descriptions) is escaped like data's."""
+    table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
+    for column in ("name", "type", "params", "tokens", "precision", "deadline", "description"):
+        table.add_column(column, overflow="fold")
+    for row in frame.iter_rows(named=True):
+        deadline = f"{row['deadline_hours']:,.0f} h" if row["deadline_hours"] else "-"
+        table.add_row(shown(row["workload"]), shown(row["workload_type"]), f"{row['params_b']:g}B",
+                      tokens(row["token_budget"]), shown(row["precision"]), deadline, shown(row["description"] or ""))
+    narrow_console().print(table, highlight=False)
+
+
 def print_result_table(result: TableResult, max_cell_chars: int) -> None:
     """A query's rows as a table, every value escaped (control and bidirectional characters shown, not obeyed);
     a cut result or cell is said under it."""
-    table = Table(*(escape(printable(c)) for c in result.columns), show_lines=False)
+    table = Table(*(shown(c) for c in result.columns), show_lines=False)
     cut_cells = 0
     for row in result.rows:
         cells = [cell_text(v, max_cell_chars) for v in row]
@@ -121,12 +135,12 @@ def print_result_table(result: TableResult, max_cell_chars: int) -> None:
         table.add_row(*(escape(text) for text, _ in cells))
     # Piped or redirected output gets the table at its natural width instead of truncated cells.
     (out if out.is_terminal else Console(width=100_000)).print(table, highlight=False)
-    shown = len(result.rows)
+    row_count = len(result.rows)
     if result.cut:
-        out.print(escape(f"{shown} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
+        out.print(escape(f"{row_count} row(s) shown; the result has more (--max-rows 0 shows every row, --csv "
                          "streams them)"), style="dim", highlight=False, soft_wrap=True)
     else:
-        out.print(f"{shown} row(s)", style="dim", highlight=False)
+        out.print(f"{row_count} row(s)", style="dim", highlight=False)
     if cut_cells:
         out.print(escape(f"{cut_cells} cell(s) longer than {max_cell_chars:,} characters cut (config/settings.toml "
                          "[sql] max_cell_chars; --csv prints whole values)"), style="dim", highlight=False,

@@ -40,6 +40,7 @@ class ProviderResult:
     skipped: str | None = None
     seconds: float = 0.0
     files_rejected: int = 0  # handed-off files the adapter quarantined whole (set after the hand-off)
+    disk_full: bool = False  # an error was the disk filling up (the command exits 6, as README's table says)
 
     @property
     def bytes(self) -> int:

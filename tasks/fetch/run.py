@@ -26,6 +26,7 @@ from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
 from tasks.providers import registry
 from tasks.settings import Resources
+from tasks.stores import disk_full_file
 from tasks.warehouse import execute, query, transaction, warehouse
 
 PRICES = "prices"  # the dataset name of price files in the registry and quarantine (tasks.prices.ingest.DATASET)
@@ -91,6 +92,7 @@ def fetch_provider(run: FetchRun, provider: str) -> ProviderResult:
             fetcher(context, result)
         except Exception as error:  # one provider failing never blocks the others
             result.errors.append(describe(error))
+            result.disk_full = result.disk_full or disk_full_file(error) is not None
     result.seconds = time.perf_counter() - started
     return result
 

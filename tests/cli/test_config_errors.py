@@ -98,3 +98,18 @@ def test_a_bad_environment_override_names_the_variable(tmp_path: Path) -> None:
     assert (workers.returncode, workers.stderr) == (
         2, "error: GPUCOST_INGEST_WORKERS: must be an integer (got 'two')\n")
     assert nothing_started(tmp_path)
+
+
+def test_workloads_shows_config_text_escaped_never_obeyed(tmp_path: Path) -> None:
+    """A workload's description is config text: an escape sequence, a right-to-left override and rich markup in
+    it reach `gpucost workloads` as visible escapes and text, not as colour, reordering or bold."""
+    config = config_copy(tmp_path)
+    text = (config / "workloads.toml").read_text(encoding="utf-8")
+    first = text.index('description = "') + len('description = "')
+    (config / "workloads.toml").write_text(
+        text[:first] + r"[bold]x[/bold] \u001b[31mred \u202eevil " + text[first:], encoding="utf-8")
+    done = gpucost_in(tmp_path, "workloads")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+    # the description column folds at 100 columns: read it without the table's spacing
+    assert "[bold]x[/bold]\\x1b[31mred\\u202eevil" in "".join(done.stdout.split())
