@@ -67,9 +67,9 @@ FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_
 # in the class) and q is the cluster-level conformal quantile (rank level x (models + 1) in the weights): one model
 # with 20 runs counts as one model. "moe_seen_model" (an MoE model trained on, on a new GPU, precision or layout):
 # the plain quantile of its residuals. Every other row: the pooled q. Fallback when a class has fewer than
-# `min_flag_rows` residuals in the calibration pool (or "moe_new_model" fewer than MIN_CLASS_MODELS models: its
-# plain quantile): the quantile of all MoE residuals, and with fewer than `min_flag_rows` of those the pooled q x
-# `default_widening`.
+# `min_flag_rows` residuals in the calibration pool or they come from fewer than MIN_CLASS_MODELS models (one
+# model's runs say little about the class): the quantile of all MoE residuals, and with fewer than `min_flag_rows`
+# of those the pooled q x `default_widening`.
 NOVELTY_CLASSES: tuple[str, ...] = ("moe_new_model", "moe_seen_model")
 MIN_CLASS_MODELS = 3
 
@@ -180,9 +180,9 @@ class NormalisedConformal:
         class_quantiles = []
         for name in NOVELTY_CLASSES:
             inside = classes == name
-            if inside.sum() < min_flag_rows:
+            if inside.sum() < min_flag_rows or len(set(clusters[inside])) < MIN_CLASS_MODELS:
                 class_quantiles.append(fallback)
-            elif name == "moe_new_model" and len(set(clusters[inside])) >= MIN_CLASS_MODELS:
+            elif name == "moe_new_model":
                 class_quantiles.append(cluster_conformal_quantile(scores[inside], clusters[inside], level))
             else:
                 class_quantiles.append(_conformal_quantile(scores[inside], level))

@@ -286,7 +286,7 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
     residuals = np.array([0.1] * 30 + [0.1] * 20 + [0.1] * 20 + [0.2, 0.3, 0.4, 0.5])
     flags = [""] * 50 + ["moe,unseen_model"] * 24
     flags[30:50] = ["moe"] * 20
-    models = ["d"] * 30 + ["seen"] * 20 + ["A"] * 20 + ["B", "C", "D", "E"]
+    models = ["d"] * 30 + ["s1"] * 7 + ["s2"] * 7 + ["s3"] * 6 + ["A"] * 20 + ["B", "C", "D", "E"]
     conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
                                               residual_floor=0.01, models=models)
     # scale: dense and "moe" rows 0.1 (b_moe = 0); "unseen_model" exp(mean log |r| of its 24 rows) / 0.1
@@ -299,6 +299,13 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
     assert dict(zip(("moe_new_model", "moe_seen_model"), conformal.class_quantiles, strict=True)) == pytest.approx(
         {"moe_new_model": 0.5 / scale_new, "moe_seen_model": 1.0})
     assert conformal.half_width(["moe,unseen_model", "moe", ""]) == pytest.approx([0.5, 0.1, 0.1])
+    # a class whose residuals come from fewer than 3 models is not calibrated on its own: the seen-model runs all of
+    # one model -> the quantile of all 44 MoE scores, the ceil(45 x 0.8) = 36th smallest: 20 of A's 0.1 / scale_new =
+    # 0.819, then the seen model's 1.0
+    one_model = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01, models=["d"] * 30 + ["s1"] * 20 + models[50:])
+    assert 0.1 / scale_new == pytest.approx(0.8192, rel=1e-4)
+    assert one_model.class_quantiles[1] == pytest.approx(one_model.moe_quantile) == pytest.approx(1.0)
     # with fewer than min_flag_rows (20) residuals of a class: all MoE residuals' quantile; fewer than 20 MoE
     # residuals too: the pooled q x default_widening 1.5
     few = NormalisedConformal.calibrate(residuals[:54], flags[:54], 0.8, min_flag_rows=20, default_widening=1.5,
