@@ -30,6 +30,7 @@ from tasks.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.design import tokens_per_sec
 from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
+from tasks.model.intervals import NOVELTY_CLASSES
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
 from tasks.model.training import evaluate_candidate, moe_rows, read_training_features
 from tasks.sources import configured_telemetry_paths
@@ -205,10 +206,12 @@ def _print_intervals(champion, level: float) -> None:  # bench printing
           f"{conformal.calibration_rows} held-out residuals)\n")
     print(f"inside the training data: x/÷ {math.exp(conformal.half_width([''])[0]):.3f} "
           f"(q {conformal.quantile:.3f} x scale {math.exp(conformal.log_scale):.4f} in log space)\n")
-    if getattr(conformal, "moe_quantile", None) is not None:
-        moe_half = conformal.half_width(["moe"])[0]
-        print(f"an MoE run inside the training data: x/÷ {math.exp(moe_half):.3f} (its own q "
-              f"{conformal.moe_quantile:.3f}, calibrated on the MoE runs' held-out residuals alone)\n")
+    for name, q in zip(NOVELTY_CLASSES, getattr(conformal, "class_quantiles", ()), strict=False):
+        example = {"moe_new_model": ["moe,unseen_model", "moe,unseen_model,unseen_framework,unseen_gpu"],
+                   "moe_seen_model": ["moe"]}[name]
+        widths = ", ".join(f"{flags or 'no flag'}: x/÷ {math.exp(conformal.half_width([flags])[0]):.3f}"
+                           for flags in example)
+        print(f"novelty class {name}: q {q:.3f} ({widths})\n")
     print("| extrapolation flag | factor on the log half-width |\n|---|---:|")
     for flag, factor in conformal.widening().items():
         print(f"| {flag} | {factor:.3f} |")

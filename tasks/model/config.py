@@ -43,6 +43,8 @@ class Structured(Strict):
     max_framework_factor: Annotated[float, Field(ge=1)]
     lowp_ratio_prior: Positive
     lowp_ratio_weight: NonNegative
+    lowp_expert_ratio_prior: Annotated[float, Field(gt=0, le=1)]
+    lowp_expert_ratio_weight: NonNegative
     grouped_gemm_half_size_prior: Positive
     grouped_gemm_prior_weight: NonNegative
     a2a_overlap_prior: Fraction

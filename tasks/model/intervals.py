@@ -54,10 +54,24 @@ class IntervalOffsets:
 # takes the widths the data showed for each flag it carries.
 
 FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_framework",
-                               "beyond_largest_cluster", "moe_little_data", "moe", "moe_shape_estimated")
+                               "beyond_largest_cluster", "moe_little_data", "moe", "moe_shape_estimated",
+                               "unseen_model", "ep_beyond_domain")
 # "moe" is on every MoE row (their errors differ from dense ones: own scale), "moe_shape_estimated" on MoE rows
-# whose shape was estimated from the parameter counts. Versions trained before a kind existed carry fewer
-# widenings: the kinds they do not know are ignored for them.
+# whose shape was estimated from the parameter counts, "unseen_model" on MoE rows whose model (total and active
+# parameters) no training row has, "ep_beyond_domain" on MoE rows whose expert-parallel group leaves the scale-up
+# domain. Versions trained before a kind existed carry fewer widenings: the kinds they do not know are ignored.
+#
+# Novelty classes (Mondrian): the conformal quantile q is taken per class of what a row extrapolates over, because
+# residuals of different classes are not exchangeable. "moe_new_model" (an MoE row of a model the training rows do
+# not have): the unit that arrives new is a model, not a run, so its residuals are weighted 1 / (runs of their model
+# in the class) and q is the cluster-level conformal quantile (rank level x (models + 1) in the weights): one model
+# with 20 runs counts as one model. "moe_seen_model" (an MoE model trained on, on a new GPU, precision or layout):
+# the plain quantile of its residuals. Every other row: the pooled q. Fallback when a class has fewer than
+# `min_flag_rows` residuals in the calibration pool or they come from fewer than MIN_CLASS_MODELS models (one
+# model's runs say little about the class): the quantile of all MoE residuals, and with fewer than `min_flag_rows`
+# of those the pooled q x `default_widening`.
+NOVELTY_CLASSES: tuple[str, ...] = ("moe_new_model", "moe_seen_model")
+MIN_CLASS_MODELS = 3
 
 
 def flag_matrix(flags: list[str] | np.ndarray) -> np.ndarray:
@@ -80,13 +94,23 @@ class NormalisedConformal:
     calibration_rows: int             # residuals in the pool
     # q of the MoE rows alone (Mondrian: their errors are not exchangeable with dense ones); None: the common q
     moe_quantile: float | None = None
+    # per NOVELTY_CLASSES: the class's q (empty in versions trained before: moe_quantile for every MoE row)
+    class_quantiles: tuple[float, ...] = ()
     # per FLAG_KINDS: True where the flag had too few residuals to be fitted and took the default widening; a row
     # carrying several such flags is widened by the largest of them once, not by their product (e.g. "moe" and
     # "moe_little_data", on the same rows whenever MoE data is scarce, are one extrapolation, not two)
     unfitted: tuple[bool, ...] = ()
 
     def quantiles(self, flags: list[str] | np.ndarray) -> np.ndarray:
-        """Per row: the conformal quantile that applies (the MoE one for rows flagged "moe", when calibrated)."""
+        """Per row: the conformal quantile of its novelty class (versions trained before classes: the MoE one for
+        rows flagged "moe", when calibrated; else the pooled one)."""
+        by_class = getattr(self, "class_quantiles", ())
+        if by_class:
+            values = np.full(len(flags), self.quantile)
+            classes = novelty_classes(flags)
+            for name, q in zip(NOVELTY_CLASSES, by_class, strict=True):
+                values[classes == name] = q
+            return values
         moe_q = getattr(self, "moe_quantile", None)
         if moe_q is None:
             return np.full(len(flags), self.quantile)
@@ -115,16 +139,23 @@ class NormalisedConformal:
         return {"level": self.level, "log_scale": self.log_scale, "quantile": self.quantile,
                 "calibration_rows": float(self.calibration_rows),
                 **({"moe_quantile": self.moe_quantile} if getattr(self, "moe_quantile", None) is not None else {}),
+                **{f"quantile[{c}]": q for c, q in zip(NOVELTY_CLASSES, getattr(self, "class_quantiles", ()),
+                                                       strict=False)},
                 **{f"widening[{k}]": v for k, v in self.widening().items()}}
 
     @classmethod
     def calibrate(cls, residuals: np.ndarray, flags: list[str] | np.ndarray, level: float, min_flag_rows: int,
-                  default_widening: float, residual_floor: float) -> NormalisedConformal:
+                  default_widening: float, residual_floor: float,
+                  models: list[str] | np.ndarray | None = None) -> NormalisedConformal:
         """Fit the scale by least squares of log max(|r|, floor) on the flags (widenings bounded at >= 0; a flag
         on fewer than `min_flag_rows` residuals takes log `default_widening`, once per row however many such flags
-        it carries), then q = the ceil((n+1) level)-th smallest |r| / scale (clamped to n)."""
+        it carries), then q = the ceil((n+1) level)-th smallest |r| / scale (clamped to n), and per novelty class
+        its own q (`models`: each residual's model, the cluster of the "moe_new_model" class; None: each residual
+        its own)."""
         r = np.asarray(residuals, dtype="float64")
         ok = np.isfinite(r)
+        clusters = (np.asarray(models, dtype=object) if models is not None
+                    else np.arange(len(r)).astype(str).astype(object))[ok]
         r, matrix = r[ok], flag_matrix(np.asarray(flags, dtype=object)[ok])
         n = len(r)
         if n == 0:
@@ -144,9 +175,42 @@ class NormalisedConformal:
         # MoE rows get their own quantile once there are enough of them; the others keep the pooled one
         moe_quantile = _conformal_quantile(scores[moe], level) if moe.sum() >= min_flag_rows else None
         quantile = _conformal_quantile(scores, level)
+        classes = novelty_classes(np.asarray(flags, dtype=object)[ok])
+        fallback = moe_quantile if moe_quantile is not None else quantile * default_widening
+        class_quantiles = []
+        for name in NOVELTY_CLASSES:
+            inside = classes == name
+            if inside.sum() < min_flag_rows or len(set(clusters[inside])) < MIN_CLASS_MODELS:
+                class_quantiles.append(fallback)
+            elif name == "moe_new_model":
+                class_quantiles.append(cluster_conformal_quantile(scores[inside], clusters[inside], level))
+            else:
+                class_quantiles.append(_conformal_quantile(scores[inside], level))
         return cls(level=level, log_scale=float(solution[0]), log_widening=tuple(float(b) for b in widening),
                    quantile=quantile, calibration_rows=n, moe_quantile=moe_quantile,
-                   unfitted=tuple(bool(f) for f in ~fitted))
+                   unfitted=tuple(bool(f) for f in ~fitted), class_quantiles=tuple(class_quantiles))
+
+
+def novelty_classes(flags: list[str] | np.ndarray) -> np.ndarray:
+    """Per row: "moe_new_model" (flags "moe" and "unseen_model"), "moe_seen_model" (flag "moe" alone), else ""."""
+    matrix = flag_matrix(flags)
+    moe = matrix[:, FLAG_KINDS.index("moe")] > 0
+    new = matrix[:, FLAG_KINDS.index("unseen_model")] > 0
+    values: np.ndarray = np.where(moe & new, "moe_new_model", np.where(moe, "moe_seen_model", "")).astype(object)
+    return values
+
+
+def cluster_conformal_quantile(scores: np.ndarray, clusters: np.ndarray, level: float) -> float:
+    """The conformal quantile when residuals come in clusters (runs of one model) and the cluster is the unit that
+    arrives new: each score weighs 1 / (scores of its cluster), so the K clusters weigh 1 each, and q is the
+    smallest score whose cumulative weight reaches level x (K + 1) (the finite-sample rank among K + 1 clusters;
+    the largest score when it is never reached)."""
+    _, index, counts = np.unique(np.asarray(clusters).astype(str), return_inverse=True, return_counts=True)
+    weights = 1.0 / counts[index]
+    order = np.argsort(scores, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    rank = int(np.searchsorted(cumulative, level * (len(counts) + 1) - _EPS))
+    return float(np.asarray(scores)[order][min(rank, len(order) - 1)])
 
 
 def _conformal_quantile(scores: np.ndarray, level: float) -> float:
@@ -163,16 +227,20 @@ class CalibrationPool:
     residuals: np.ndarray
     rows: np.ndarray
     flags: np.ndarray
+    models: np.ndarray | None = None   # per residual: its row's model (the "moe_new_model" class's clusters)
 
     @classmethod
-    def concat(cls, parts: list[tuple[np.ndarray, np.ndarray, list[str] | np.ndarray]]) -> CalibrationPool:
+    def concat(cls, parts: list[tuple[np.ndarray, np.ndarray, list[str] | np.ndarray]],
+               models_of_rows: list[str] | np.ndarray | None = None) -> CalibrationPool:
+        rows = np.concatenate([np.asarray(p[1]) for p in parts])
         return cls(residuals=np.concatenate([np.asarray(p[0], dtype="float64") for p in parts]),
-                   rows=np.concatenate([np.asarray(p[1]) for p in parts]),
-                   flags=np.concatenate([np.asarray(p[2], dtype=object) for p in parts]))
+                   rows=rows, flags=np.concatenate([np.asarray(p[2], dtype=object) for p in parts]),
+                   models=None if models_of_rows is None else np.asarray(models_of_rows, dtype=object)[rows])
 
     def without_rows(self, rows: np.ndarray) -> CalibrationPool:
         keep = ~np.isin(self.rows, rows)
-        return CalibrationPool(self.residuals[keep], self.rows[keep], self.flags[keep])
+        return CalibrationPool(self.residuals[keep], self.rows[keep], self.flags[keep],
+                               None if self.models is None else self.models[keep])
 
 
 def normalised_fold_coverage(pool: CalibrationPool, residuals: np.ndarray, flags: list[str] | np.ndarray,
@@ -201,6 +269,6 @@ def normalised_fold_hits(pool: CalibrationPool, residuals: np.ndarray, flags: li
         if len(calibration_pool.residuals) == 0:
             continue
         conformal = NormalisedConformal.calibrate(calibration_pool.residuals, calibration_pool.flags, level,
-                                                  **calibration)
+                                                  models=calibration_pool.models, **calibration)
         hits[inside] = np.abs(residuals[inside]) <= conformal.half_width(flags[inside])
     return hits

@@ -30,9 +30,17 @@ from tasks.model.contract_rows import (
 from tasks.model.design import PHYSICS_BOUND
 from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets, NormalisedConformal
+from tasks.model.structured import expert_parallel_leaves_domain
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
 EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
+
+
+def model_keys(frame: pd.DataFrame) -> list[str]:
+    """A model's identity for the intervals: its total and active parameters (B, one decimal), e.g. "314.0/86.0"."""
+    total = pd.to_numeric(frame["params_b"], errors="coerce").round(1)
+    active = pd.to_numeric(frame["active_params_b"], errors="coerce").round(1)
+    return [f"{t}/{a}" for t, a in zip(total, active, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class TrainingCoverage:
     unseen_precision_high: float = 0.0
     known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
     known_high: float | None = None       # framework seen): held-out configurations of seen sources
+    models: tuple[str, ...] = ()          # model_key of every training row (empty in versions trained before)
 
     @classmethod
     def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = 30, widen_factor: float = 1.5) -> TrainingCoverage:
@@ -57,12 +66,18 @@ class TrainingCoverage:
                    frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
                    max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
                    moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
-                   min_moe_rows=min_moe_rows, widen_factor=widen_factor)
+                   min_moe_rows=min_moe_rows, widen_factor=widen_factor,
+                   models=tuple(sorted(set(model_keys(frame)))))
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
-        "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", comma-separated ("" when none)."""
+        "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", "unseen_model" (an MoE model, by its total
+        and active parameters, that no training row has), "ep_beyond_domain" (an MoE run whose expert-parallel group
+        is larger than its scale-up domain), comma-separated ("" when none)."""
         out = []
+        keys = model_keys(frame)
+        leaves = expert_parallel_leaves_domain(frame)
+        models = set(getattr(self, "models", ()))
         for i, (_, row) in enumerate(frame.iterrows()):
             flags = []
             if not seen_gpu[i]:
@@ -83,6 +98,10 @@ class TrainingCoverage:
                 flags.append("moe")
             if moe and row.get("moe_shape_source") == "estimated":
                 flags.append("moe_shape_estimated")
+            if moe and models and keys[i] not in models:
+                flags.append("unseen_model")
+            if leaves[i]:
+                flags.append("ep_beyond_domain")
             out.append(",".join(flags))
         return out
 
@@ -99,14 +118,15 @@ class TokenEfficiencyModel:
 
     @property
     def string_columns(self) -> tuple[str, ...]:
-        return ("gpu", "precision", "framework", "moe_shape_source", *self.spec.uses_features.categorical)
+        return ("gpu", "precision", "framework", "moe_shape_source", "parallelism",
+                *self.spec.uses_features.categorical)
 
     @property
     def input_columns(self) -> tuple[str, ...]:
         """What a caller passes: the feature columns the pipeline reads, the GPU id and the physics bound
         (and what the extrapolation flags read)."""
         columns = ["gpu", PHYSICS_BOUND, "precision", "framework", "num_gpus", "params_b", "active_params_b",
-                   "moe_shape_source"]
+                   "moe_shape_source", "parallelism", "scale_up_domain_gpus", "moe_experts"]
         for name in self.spec.uses_features.input_columns:
             if name not in columns:
                 columns.append(name)

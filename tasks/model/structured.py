@@ -90,6 +90,9 @@ LOW_PRECISION = ("fp8", "fp4")
 PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "matmul_efficiency": (0.6, 0.2, 1.0, "fraction of the 16-bit matmul ceiling (MAMF) reached by linear layers"),
     "lowp_matmul_ratio": (0.85, 0.3, 1.0, "fp8/fp4 linear-layer efficiency relative to the 16-bit one"),
+    # starts at its prior, where it stays without a low-precision MoE run
+    "lowp_expert_ratio": (0.72, 0.3, 1.0,
+                          "fp8/fp4 grouped-GEMM (routed experts) efficiency relative to the 16-bit one"),
     # causal FLOPs counted as half a square (what FlashAttention computes); learned, not assumed
     "attention_efficiency": (0.4, 0.2, 1.0, "fraction of the 16-bit matmul ceiling (MAMF) reached by attention"),
     "activation_bytes": (40.0, 0.0, 400.0, "bytes per layer per d_model per token (elementwise/norm traffic)"),
@@ -109,6 +112,7 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
 # learned parameter -> (prior value, config key of its penalty weight): ridge on log(value / prior)
 PRIORS: dict[str, tuple[str, str]] = {
     "lowp_matmul_ratio": ("lowp_ratio_prior", "lowp_ratio_weight"),
+    "lowp_expert_ratio": ("lowp_expert_ratio_prior", "lowp_expert_ratio_weight"),
     "grouped_gemm_half_size": ("grouped_gemm_half_size_prior", "grouped_gemm_prior_weight"),
     "a2a_overlap": ("a2a_overlap_prior", "a2a_overlap_prior_weight"),
     "moe_permute_bytes": ("moe_permute_bytes_prior", "moe_permute_prior_weight"),
@@ -238,6 +242,8 @@ class StructuredConfig:
     framework_ridge: float   # penalty weight on log framework factors (shrinks towards the pool)
     lowp_ratio_prior: float   # prior of lowp_matmul_ratio when no fp8/fp4 run is in the data
     lowp_ratio_weight: float   # its penalty weight (data with fp8 runs outweighs it)
+    lowp_expert_ratio_prior: float   # fp8/fp4 grouped-GEMM efficiency relative to 16-bit (quantised routed copies)
+    lowp_expert_ratio_weight: float
     grouped_gemm_half_size_prior: float
     grouped_gemm_prior_weight: float
     a2a_overlap_prior: float
@@ -339,6 +345,37 @@ def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, doma
     return values
 
 
+def expert_parallel_size(ep: np.ndarray, model_parallel: np.ndarray, gpus: np.ndarray, fsdp_without_ep: np.ndarray,
+                         experts: np.ndarray) -> np.ndarray:
+    """EP of a run: as named (at most the run's GPUs); an MoE run with FSDP and no EP named is taken as expert-parallel
+    along its FSDP group, at most one expert per GPU (gathering every expert's weights each micro-step over the
+    network is not how such runs are set up)."""
+    values: np.ndarray = np.where(fsdp_without_ep & (ep == 1),
+                                  np.minimum(np.maximum(gpus / model_parallel, 1.0), experts), ep)
+    return values
+
+
+def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1.0) -> np.ndarray:
+    """Per row: True for an MoE run whose expert-parallel group (EP x expert TP GPUs, the layout read as
+    compute_terms reads it) is larger than its scale-up domain, i.e. whose all-to-all crosses the network."""
+    gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
+    params, active = _num(frame, "params_b"), _num(frame, "active_params_b")
+    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
+    texts = _text(frame, "parallelism")
+    layouts = [parse_parallelism(t) for t in texts]
+    ep_named = np.array([bool(re.search(r"(?<![A-Za-z])EP\s*[= ]\s*\d", t or "")) for t in texts])
+    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
+    model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
+    fsdp = np.array([lay.fsdp for lay in layouts])
+    experts = _given(_num(frame, "moe_experts"), np.inf)
+    ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
+                              model_parallel, gpus, moe & fsdp & ~ep_named, experts)
+    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
+    domain = _given(_num(frame, "scale_up_domain_gpus"), default_domain)
+    values: np.ndarray = moe & (ep > 1) & (ep * etp > domain)
+    return values
+
+
 def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     """Every parameter-free part of the step-time sum, per row."""
     gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
@@ -420,9 +457,7 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     expert_ffn = np.where(known, expert_ffn, guess.expert_ffn)
     shared = np.where(known, shared, 0.0)
     moe_layers = np.where(known, np.maximum(layers - dense_layers, 0.0), guess.moe_layers)
-    # FSDP over an MoE without a named EP: the experts are taken as sharded expert-parallel along the FSDP group
-    # (gathering every expert's weights each micro-step over the network is not how such runs are set up)
-    ep = np.where(moe & fsdp & ~ep_named & (ep == 1), np.minimum(np.maximum(gpus / (tp * pp * cp), 1.0), experts), ep)
+    ep = expert_parallel_size(ep, tp * pp * cp, gpus, moe & fsdp & ~ep_named, experts)
     expert_params = matrices * width * expert_ffn * moe_layers        # one expert across the MoE layers
     routed_active = np.where(moe, top_k * expert_params, 0.0)
     routed_total = np.where(moe, np.minimum(experts * expert_params, 0.98 * params), 0.0)
@@ -519,17 +554,22 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
     # fp8/fp4 recipes: their share of the linear FLOPs at the low-precision ceiling, the rest at 16 bit
     # the matmul engines' sustained clock under the board's power limit (1 at or above the MAMF part's power)
     clock = terms.power_ratio ** p["power_clock_exponent"]
-    low_eff = p["matmul_efficiency"] * p["lowp_matmul_ratio"] * clock
     high_eff = p["matmul_efficiency"] * clock
-    seconds_per_flop = np.where(
-        terms.low_precision,
-        terms.lowp_share / (terms.linear_peak * low_eff) + (1.0 - terms.lowp_share) / (terms.peak_16bit * high_eff),
-        1.0 / (terms.linear_peak * high_eff))
+
+    def seconds_per_flop(lowp_ratio: float) -> np.ndarray:
+        low_eff = p["matmul_efficiency"] * lowp_ratio * clock
+        values: np.ndarray = np.where(
+            terms.low_precision,
+            terms.lowp_share / (terms.linear_peak * low_eff) + (1.0 - terms.lowp_share) / (terms.peak_16bit * high_eff),
+            1.0 / (terms.linear_peak * high_eff))
+        return values
+
     finite = np.isfinite(terms.expert_gemm_size)
     size = np.where(finite, terms.expert_gemm_size, 1.0)
     grouped = np.where(finite, size / (size + p["grouped_gemm_half_size"]), 1.0)
-    linear = terms.linear_flops * seconds_per_flop
-    experts = terms.expert_flops * seconds_per_flop / grouped
+    linear = terms.linear_flops * seconds_per_flop(p["lowp_matmul_ratio"])
+    # routed experts in an fp8/fp4 recipe: grouped GEMMs on per-expert quantised copies gain less than dense layers
+    experts = terms.expert_flops * seconds_per_flop(p["lowp_expert_ratio"]) / grouped
     attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"] * clock)
     bytes_per_token = terms.layer_width * (p["activation_bytes"] + np.where(terms.low_precision,
                                                                              p["quantisation_bytes"], 0.0))
@@ -622,9 +662,18 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         self.seen_frameworks_ = tuple(sorted({str(f) for f in terms.framework[ok]}))
         return self
 
+    def _fitted_parameters(self) -> dict[str, float]:
+        """The learned values by name; a version fitted before a parameter existed gets what it computed without it
+        (routed experts at the linear layers' low-precision ratio)."""
+        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], **self.parameters_}
+
     def predict_log_tokens_per_sec(self, X: pd.DataFrame) -> np.ndarray:
         terms = compute_terms(X, self._cfg())
-        return -self._log_time(terms, self.theta_, self.frameworks_, self.pooled_log_factor_)
+        total = sum(step_time_parts(terms, self._fitted_parameters()).values())
+        log_factor = np.array([math.log(self.framework_factors_[str(f)]) if str(f) in self.framework_factors_
+                               else self.pooled_log_factor_ for f in terms.framework])
+        values: np.ndarray = -(np.log(total) + log_factor)
+        return values
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
         values: np.ndarray = self.predict_log_tokens_per_sec(X) - np.log(_num(X, PHYSICS_BOUND))
@@ -633,7 +682,7 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
     def breakdown(self, X: pd.DataFrame) -> pd.DataFrame:
         """Seconds per token per GPU by part, the framework factor and the predicted tokens/s per GPU."""
         terms = compute_terms(X, self._cfg())
-        parts = step_time_parts(terms, self.parameters_)
+        parts = step_time_parts(terms, self._fitted_parameters())
         pooled = math.exp(self.pooled_log_factor_)
         factor = np.array([self.framework_factors_.get(str(f), pooled) for f in terms.framework])
         out = pd.DataFrame({f"{k}_s_per_token": v for k, v in parts.items()}, index=X.index)
@@ -644,7 +693,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
 
     def learned(self) -> dict[str, tuple[float, str]]:
         """Learned parameter -> (value, unit), framework factors included."""
-        out = {name: (self.parameters_[name], PARAMETERS[name][3]) for name in PARAMETERS}
+        fitted = self._fitted_parameters()
+        out = {name: (fitted[name], PARAMETERS[name][3]) for name in PARAMETERS}
         for fw, factor in self.framework_factors_.items():
             out[f"framework_factor[{fw}]"] = (factor, "step-time multiplier")
         out["framework_factor[pooled]"] = (math.exp(self.pooled_log_factor_),
@@ -661,6 +711,8 @@ def unidentified(terms: Terms) -> list[str]:
         out.append("power_clock_exponent")
     if not terms.moe.any():
         out += ["grouped_gemm_half_size", "moe_permute_bytes"]
+    if not (terms.moe & terms.low_precision).any():
+        out.append("lowp_expert_ratio")
     if not (terms.a2a_s > 0).any():
         out.append("a2a_overlap")
     if not (terms.tp_s > 0).any():

@@ -68,6 +68,7 @@ from tasks.model.serving import (
     TokenEfficiencyPyfunc,
     TrainingCoverage,
     contract_signature,
+    model_keys,
 )
 from tasks.model.tracking import (
     CHALLENGER,
@@ -255,14 +256,16 @@ def evaluate_candidate(spec: CandidateSpec, data: TrainingData, folds: Mapping[s
                                grouped_folds(configuration_groups(data.frame), int(icfg["known_folds"])),
                                target, flagger)
         rows = np.arange(data.rows)
-        pool = CalibrationPool.concat([(r.residuals(data), rows, r.row_flags) for r in (*cv.values(), known)])
+        pool = CalibrationPool.concat([(r.residuals(data), rows, r.row_flags) for r in (*cv.values(), known)],
+                                      models_of_rows=model_keys(data.frame))
         settings = calibration_settings(icfg)
         for grouping, result in cv.items():
             evaluation.hits[grouping] = normalised_fold_hits(
                 pool, result.residuals(data), result.row_flags, result.fold_of_row, level, **settings)
             evaluation.coverage[grouping], evaluation.fold_coverage[grouping] = normalised_fold_coverage(
                 pool, result.residuals(data), result.row_flags, result.fold_of_row, level, **settings)
-        evaluation.conformal = NormalisedConformal.calibrate(pool.residuals, pool.flags, level, **settings)
+        evaluation.conformal = NormalisedConformal.calibrate(pool.residuals, pool.flags, level, models=pool.models,
+                                                             **settings)
     if with_importance:
         evaluation.fitted = build_pipeline(spec).fit(data.frame, data.log_mfu)
         columns = list(spec.uses_features.input_columns)

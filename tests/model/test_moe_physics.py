@@ -62,6 +62,36 @@ def test_grouped_gemm_size_is_tokens_per_expert_times_expert_ffn() -> None:
     assert parts["experts"][0] == pytest.approx(2 * ungrouped["experts"][0])
 
 
+def test_fp8_grouped_gemms_run_at_their_own_low_precision_ratio() -> None:
+    fp8 = dict(QWEN3_30B, precision="fp8", precision_recipe="delayed")
+    terms = terms_of(fp8)
+    half = step_time_parts(terms, dict(PARAMS, lowp_expert_ratio=0.45))
+    full = step_time_parts(terms, dict(PARAMS, lowp_expert_ratio=0.9))
+    # the routed experts' seconds scale with 1 / lowp_expert_ratio (0.9 -> 0.45: twice as long); the dense linear
+    # layers keep lowp_matmul_ratio
+    assert half["experts"][0] == pytest.approx(2 * full["experts"][0])
+    assert half["linear"][0] == pytest.approx(full["linear"][0])
+    # a 16-bit run does not depend on it
+    bf16 = terms_of(QWEN3_30B)
+    assert step_time_parts(bf16, dict(PARAMS, lowp_expert_ratio=0.45))["experts"][0] == pytest.approx(
+        step_time_parts(bf16, PARAMS)["experts"][0])
+
+
+def test_expert_parallelism_leaving_the_domain_is_flagged() -> None:
+    from tasks.model.structured import expert_parallel_leaves_domain
+
+    rows = pd.DataFrame([
+        dict(QWEN3_30B, parallelism="FSDP 8 EP 8", num_gpus=8, scale_up_domain_gpus=8),      # 8 <= 8: inside
+        dict(QWEN3_30B, parallelism="FSDP 32 EP 32", num_gpus=32, scale_up_domain_gpus=8),   # 32 > 8
+        dict(QWEN3_30B, parallelism="FSDP 32 EP 32", num_gpus=32, scale_up_domain_gpus=72),  # NVL72: inside
+        dict(QWEN3_30B, parallelism="TP 4 EP 8", num_gpus=64, scale_up_domain_gpus=8),       # EP 8 x ETP 4 = 32 > 8
+        dict(QWEN3_30B, parallelism="FSDP 64", num_gpus=64, scale_up_domain_gpus=8),         # EP taken as 64
+        dict(QWEN3_30B, parallelism="FSDP 64", num_gpus=64, scale_up_domain_gpus=8, params_b=8.0,
+             active_params_b=8.0),                                                            # dense: never
+    ])
+    assert list(expert_parallel_leaves_domain(rows)) == [False, True, False, True, True, False]
+
+
 def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
     terms = terms_of(QWEN3_30B)
     # one MoE layer, per token: dispatch + combine, forward + backward = 4 x top-8 x 2048 x 2 bytes = 131,072 B,
@@ -101,7 +131,8 @@ LLAMA_70B = {
 }
 ONE_GPU_VMS = {"scale_up_domain_gpus": 1, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 100.0}
 HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 400.0}
-PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "attention_efficiency": 0.3, "activation_bytes": 100.0,
+PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio": 0.9,
+          "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
           "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
           "power_clock_exponent": 1.0 / 3.0}
@@ -229,3 +260,58 @@ def test_flags_without_calibration_data_widen_once() -> None:
     b0 = (30 * math.log(0.1) + 2 * math.log(0.2 / 1.5)) / 32
     assert conformal.scale(["", "moe_little_data,moe", "moe"]) == pytest.approx(
         [math.exp(b0), 1.5 * math.exp(b0), 1.5 * math.exp(b0)], rel=1e-6)
+
+
+def test_a_new_moe_model_is_calibrated_per_model_not_per_run() -> None:
+    from tasks.model.intervals import cluster_conformal_quantile
+
+    # model A has 4 held-out runs with scores 1, 2, 3, 4 (weight 1/4 each); models B, C, D, E one run each with 5, 6,
+    # 7, 8 (weight 1): K = 5 models. At level 0.5 the rank is 0.5 x (5 + 1) = 3 in weights: cumulative weights in
+    # score order 0.25, 0.5, 0.75, 1, 2, 3 -> the score 6. Per run (8 scores) it would be the ceil(9 x 0.5) = 5th
+    # smallest, 5: model A's four runs would count as four models.
+    scores = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+    models = np.array(["A", "A", "A", "A", "B", "C", "D", "E"])
+    assert cluster_conformal_quantile(scores, models, 0.5) == 6.0
+    # level 0.8: rank 0.8 x 6 = 4.8, reached at the cumulative weight 5 of the largest score, 8
+    assert cluster_conformal_quantile(scores, models, 0.8) == 8.0
+
+
+def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
+    from tasks.model.intervals import NormalisedConformal, novelty_classes
+
+    assert list(novelty_classes(["", "moe", "moe,unseen_model", "unseen_gpu,moe,unseen_model"])) == [
+        "", "moe_seen_model", "moe_new_model", "moe_new_model"]
+    # held-out log residuals: 30 dense runs off by 0.1; 20 runs of a seen MoE model off by 0.1; 24 runs of new MoE
+    # models: model A 20 runs off by 0.1, models B, C, D, E one run each off by 0.2, 0.3, 0.4, 0.5
+    residuals = np.array([0.1] * 30 + [0.1] * 20 + [0.1] * 20 + [0.2, 0.3, 0.4, 0.5])
+    flags = [""] * 50 + ["moe,unseen_model"] * 24
+    flags[30:50] = ["moe"] * 20
+    models = ["d"] * 30 + ["s1"] * 7 + ["s2"] * 7 + ["s3"] * 6 + ["A"] * 20 + ["B", "C", "D", "E"]
+    conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01, models=models)
+    # scale: dense and "moe" rows 0.1 (b_moe = 0); "unseen_model" exp(mean log |r| of its 24 rows) / 0.1
+    b_new = (20 * math.log(0.1) + math.log(0.2) + math.log(0.3) + math.log(0.4) + math.log(0.5)) / 24 - math.log(0.1)
+    assert conformal.widening()["unseen_model"] == pytest.approx(math.exp(b_new), rel=1e-6)
+    scale_new = 0.1 * math.exp(b_new)
+    # new-model class: 5 models, rank 0.8 x 6 = 4.8 in weights: A's 20 runs weigh 1 together, then B, C, D: 4; E: 5
+    # -> E's score 0.5 / scale_new. The seen-model class: 20 scores of 1.0 -> 1.0. Per run it would have been the
+    # ceil(25 x 0.8) = 20th smallest of 24: model A's 0.1 / scale_new
+    assert dict(zip(("moe_new_model", "moe_seen_model"), conformal.class_quantiles, strict=True)) == pytest.approx(
+        {"moe_new_model": 0.5 / scale_new, "moe_seen_model": 1.0})
+    assert conformal.half_width(["moe,unseen_model", "moe", ""]) == pytest.approx([0.5, 0.1, 0.1])
+    # a class whose residuals come from fewer than 3 models is not calibrated on its own: the seen-model runs all of
+    # one model -> the quantile of all 44 MoE scores, the ceil(45 x 0.8) = 36th smallest: 20 of A's 0.1 / scale_new =
+    # 0.819, then the seen model's 1.0
+    one_model = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01, models=["d"] * 30 + ["s1"] * 20 + models[50:])
+    assert 0.1 / scale_new == pytest.approx(0.8192, rel=1e-4)
+    assert one_model.class_quantiles[1] == pytest.approx(one_model.moe_quantile) == pytest.approx(1.0)
+    # with fewer than min_flag_rows (20) residuals of a class: all MoE residuals' quantile; fewer than 20 MoE
+    # residuals too: the pooled q x default_widening 1.5
+    few = NormalisedConformal.calibrate(residuals[:54], flags[:54], 0.8, min_flag_rows=20, default_widening=1.5,
+                                        residual_floor=0.01, models=models[:54])
+    assert few.class_quantiles[0] == pytest.approx(few.moe_quantile)
+    fewer = NormalisedConformal.calibrate(residuals[:45], flags[:45], 0.8, min_flag_rows=20, default_widening=1.5,
+                                          residual_floor=0.01, models=models[:45])
+    assert fewer.moe_quantile is None
+    assert fewer.class_quantiles == pytest.approx((1.5 * fewer.quantile, 1.5 * fewer.quantile))

@@ -23,7 +23,8 @@ ROW = {"num_gpus": 1, "params_b": 8.03, "active_params_b": 8.03, "seq_len": 4096
        # data/reference/gpu_matmul_ceilings.csv: H100 SXM MAMF 794.5 of 989 (bf16), 1402.6 of 1979 (fp8)
        "matmul_ceiling_16bit": 794.5 / 989, "matmul_ceiling_lowp": 1402.6 / 1979}
 PHYSICS = load_config("models")["structured"]   # the fixed constants (config/models.toml [structured])
-PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "attention_efficiency": 0.5, "activation_bytes": 100.0,
+PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "lowp_expert_ratio": 0.8,
+          "attention_efficiency": 0.5, "activation_bytes": 100.0,
           "quantisation_bytes": 50.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
           "layer_overhead_us": 10.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3,
           "power_clock_exponent": 1.0 / 3.0}
@@ -206,8 +207,9 @@ def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
     test = pd.DataFrame([dict(row, gpu="A100-80GB", num_gpus=8),
                          dict(row, precision="fp8", framework="NeMo", num_gpus=128),
                          dict(row, params_b=109.0, active_params_b=17.0)])
-    # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30)
+    # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30), only the 8.0/8.0 model
     assert extrapolation_flagger({"min_moe_rows": 30})(train, test) == [
-        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster", "moe_little_data,moe"]
+        "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster",
+        "moe_little_data,moe,unseen_model"]
     # a configuration = source x model size (rounded to 0.1 B)
     assert configuration_groups(test).tolist() == ["pytorch/torchtitan|8.0"] * 2 + ["pytorch/torchtitan|109.0"]
