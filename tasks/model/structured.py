@@ -119,6 +119,10 @@ PRIORS: dict[str, tuple[str, str]] = {
     "power_clock_exponent": ("power_clock_exponent_prior", "power_clock_prior_weight"),
 }
 
+# config keys only a fit reads (the priors and their weights, the framework factors' ridge and cap): a stored
+# version whose config predates one of them still predicts
+FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
+
 
 def _first_int(pattern: str, text: str) -> int | None:
     match = re.search(pattern, text, flags=re.IGNORECASE)
@@ -261,10 +265,11 @@ class StructuredConfig:
         """From config/models.toml [structured] (as loaded, or as stored in a registered version's spec); a
         constant it lacks is a KeyError naming it."""
         known = {f for f in cls.__dataclass_fields__ if f not in ("frameworks", "low_precision_share")}
-        missing = sorted(known - set(cfg))
+        missing = sorted(known - set(cfg) - FIT_ONLY)
         if missing:
             raise KeyError(f"config/models.toml [structured] lacks {', '.join(missing)}")
-        values = {k: v for k, v in cfg.items() if k in known}
+        # a version registered before a prior existed still predicts (priors only steer a fit: fit checks them)
+        values = {k: math.nan for k in FIT_ONLY} | {k: v for k, v in cfg.items() if k in known}
         return cls(**values, frameworks=tuple((str(k), str(v)) for k, v in cfg.get("frameworks", {}).items()),
                    low_precision_share=tuple((str(k), float(v))
                                              for k, v in cfg.get("low_precision_share", {}).items()))
@@ -618,6 +623,9 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
 
     def fit(self, X: pd.DataFrame, y: np.ndarray) -> StructuredStepTime:
         cfg = self._cfg()
+        unset = sorted(k for k in FIT_ONLY if math.isnan(getattr(cfg, k)))
+        if unset:
+            raise KeyError(f"config/models.toml [structured] lacks {', '.join(unset)}")
         terms = compute_terms(X, cfg)
         bound = _num(X, PHYSICS_BOUND)
         log_time_measured = -(np.asarray(y, dtype="float64") + np.log(bound))   # y = log MFU

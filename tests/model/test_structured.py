@@ -213,3 +213,24 @@ def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
         "moe_little_data,moe,unseen_model"]
     # a configuration = source x model size (rounded to 0.1 B)
     assert configuration_groups(test).tolist() == ["pytorch/torchtitan|8.0"] * 2 + ["pytorch/torchtitan|109.0"]
+
+
+def test_a_version_registered_before_a_prior_existed_still_predicts(all_training_features) -> None:
+    """A stored version's config is the one it was trained with: a prior added to config/models.toml later (the
+    low-precision expert ratio's) is missing from it. Priors only steer a fit, so it predicts as before; a fit
+    without one says which."""
+    from tasks.model.evaluation import prepare_training_data
+    from tasks.model.structured import StructuredStepTime
+
+    data = prepare_training_data(all_training_features)
+    model = StructuredStepTime(config=PHYSICS).fit(data.frame, data.log_mfu)
+    trained = model.predict(data.frame)
+    older = {k: v for k, v in PHYSICS.items() if k not in ("lowp_expert_ratio_prior", "lowp_expert_ratio_weight")}
+    model.config = older
+    assert np.array_equal(model.predict(data.frame), trained)
+    with pytest.raises(KeyError, match="lacks lowp_expert_ratio_prior, lowp_expert_ratio_weight"):
+        StructuredStepTime(config=older).fit(data.frame, data.log_mfu)
+    # a constant the prediction needs is still required
+    with pytest.raises(KeyError, match="lacks a2a_bytes_per_element"):
+        StructuredStepTime(config={k: v for k, v in older.items() if k != "a2a_bytes_per_element"}).predict(
+            data.frame)
