@@ -109,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         _print_folds(champion, baseline, data, g)
     for name, lost in losses.items():
         print(f"\n{name} cannot be champion: worse than the constant-MFU baseline on {', '.join(lost)}")
+    print(f"\n## Dense runs per held-out fold ({champion.spec.name})\n")
+    print(f"| grouping | held out | dense runs | median APE | median predicted / measured | "
+          f"{level:.0%} interval coverage |")
+    print("|---|---|---:|---:|---:|---:|")
+    for g in groupings:
+        _print_dense_folds(champion, data, g)
     _print_learned(champion, data)
     _print_intervals(champion, level)
     g = groupings[0]
@@ -186,6 +192,21 @@ def _print_folds(champion, baseline, data, g: str) -> None:  # bench printing
     print(f"| {g} | **all (pooled)** | {data.rows} | **{champion.median_ape(g):.1%}** | | "
           f"**{baseline.median_ape(g):.1%}** | **{champion.coverage[g]:.1%}** (each held-out group once: "
           f"{float(np.mean(by_group)) if by_group else float('nan'):.1%}) |")
+
+
+def _print_dense_folds(champion, data, g: str) -> None:  # bench printing
+    """The champion on each held-out fold's dense runs (the MoE runs of a fold say nothing of dense transfer)."""
+    ratio = tokens_per_sec(champion.cv[g].oof_log_mfu, data.physics_bound) / data.tokens_per_sec
+    dense = ~moe_rows(data.frame)
+    hits = champion.hits.get(g, np.full(data.rows, np.nan))
+    for fold in champion.cv[g].folds:
+        rows = np.asarray(fold.test)[dense[fold.test]]
+        if len(rows) == 0:
+            continue
+        scored = rows[np.isfinite(hits[rows])]
+        covered = float(np.mean(hits[scored])) if len(scored) else float("nan")
+        print(f"| {g} | {fold.held_out} | {len(rows)} | {float(np.median(np.abs(ratio[rows] - 1))):.1%} | "
+              f"{float(np.median(ratio[rows])):.2f} | {covered:.1%} |")
 
 
 def _print_learned(champion, data) -> None:  # bench printing
