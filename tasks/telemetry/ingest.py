@@ -1,4 +1,4 @@
-"""Telemetry through the one ingest lifecycle (tasks/ingest/lifecycle.py): what telemetry supplies is the
+"""Telemetry through the one ingest lifecycle (tasks/ingest/lifecycle.py): the `telemetry` Dataset is the
 reader (CSV, JSON Lines, Parquet), the normalisation to the contract, the staging SQL (GPU peaks and the
 checked columns: sql/telemetry/stage_runs.sql), the `telemetry` suite, the rule for duplicate run_ids in
 one file, and the store SQL (one current record per run_id, older records kept in history).
@@ -18,21 +18,20 @@ import polars as pl
 import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import land_bytes
 from tasks.ingest.lifecycle import (
     Dataset,
     FileContext,
     FileError,
     Staged,
+    Unit,
+    apply,
     describe_error,
     ingest_file,
-    ingest_unit,
 )
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
-from tasks.landing_zone import landing_dir
 from tasks.telemetry.config import TelemetryValidation
 from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
 from tasks.telemetry.normalise import normalise_runs, unknown_spellings
@@ -75,9 +74,32 @@ def record_text(normalised: pl.DataFrame) -> pl.Series:
     ).to_series()
 
 
-class TelemetryDataset(Dataset):
-    name = "telemetry"
-    suite = "telemetry"
+def telemetry_dataset(
+    aliases: pl.DataFrame,
+    vocabulary: dict[str, dict[str, Any]],
+    validation: TelemetryValidation,
+    records: pl.DataFrame | None = None,
+) -> Dataset:
+    """The `telemetry` dataset: `vocabulary` and `validation` from config/telemetry.toml; `records`: rows a
+    reader already produced (e.g. an MLflow run), read instead of a file."""
+    runs = TelemetryRuns(aliases, vocabulary, validation, records)
+    return Dataset(name=DATASET, suite="telemetry", parameters=validation.model_dump(), stage=runs.read_and_stage,
+                   failures="telemetry/combine_failures", store=runs.store, notes=runs.rejection_notes,
+                   read_error="unreadable file: {error}")
+
+
+def telemetry_source(path: Path) -> FileSource:
+    """A telemetry file to ingest, with its format (csv, jsonl, parquet; None when the name says none: reading
+    says why)."""
+    try:
+        return FileSource(Path(path), format=file_format(Path(path)))
+    except TelemetryFileError:
+        return FileSource(Path(path))
+
+
+class TelemetryRuns:
+    """What reading, normalising and storing telemetry needs: the GPU aliases, the vocabulary of spellings, the
+    thresholds, and the records when a reader already produced them."""
 
     def __init__(
         self,
@@ -90,15 +112,6 @@ class TelemetryDataset(Dataset):
         self.validation = validation  # config/telemetry.toml [validation]
         self.vocabulary = vocabulary
         self.records = records  # rows a reader already produced (e.g. MLflow runs): no file to read
-
-    def describe(self, source: FileSource, outcome: FileOutcome) -> None:
-        try:
-            outcome.format = file_format(Path(source.path))
-        except TelemetryFileError:
-            outcome.format = None  # reading says why (quarantined whole)
-
-    def validation_parameters(self) -> dict[str, Any]:
-        return self.validation.model_dump()
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
@@ -190,12 +203,6 @@ class TelemetryDataset(Dataset):
         normalised.write_parquet(path, compression="lz4")
         return str(path)
 
-    def file_error(self, file: FileContext, error: BaseException) -> str:
-        return f"unreadable file: {describe_error(error)}"
-
-    def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
-        execute(con, "telemetry/combine_failures")
-
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         notes = []
         unknown = [name for (name,) in query(con, "telemetry/unknown_gpu_names").fetchall()]
@@ -241,8 +248,8 @@ def ingest_telemetry_file(
     limits: IngestLimits,
 ) -> FileOutcome:
     """One telemetry file through the lifecycle (the public entry point for one file)."""
-    dataset = TelemetryDataset(aliases, vocabulary, validation)
-    return ingest_file(con, dataset, FileSource(Path(path)), ingested_at, limits)
+    dataset = telemetry_dataset(aliases, vocabulary, validation)
+    return ingest_file(con, dataset, telemetry_source(path), ingested_at, limits)
 
 
 def ingest_telemetry_records(
@@ -258,21 +265,18 @@ def ingest_telemetry_records(
     limits: IngestLimits,
 ) -> FileOutcome:
     """Records a reader already produced (contract columns as text + SOURCE_LINE + RAW_VALUES; e.g. MLflow runs,
-    tasks/telemetry/mlflow_ingest.py) through the same lifecycle, registered under `outcome` (its source_file
-    and content_sha256 name the unit)."""
-    dataset = TelemetryDataset(aliases, vocabulary, validation, records)
-    folder = landing_dir(con)
-    if folder is not None:  # the unit's records as read, one JSON object a line (source_line = line number)
-        text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
-        outcome.landed_path = land_bytes(text.encode(), folder, outcome.content_sha256, ".jsonl").landed_path
-    file = FileContext(FileSource(Path(outcome.source_file)), outcome.content_sha256, ingested_at)
-    return ingest_unit(con, dataset, file, outcome, size_bytes, limits)
+    tasks/telemetry/mlflow_ingest.py) through the same lifecycle, as the unit `outcome` names (its source_file,
+    content_sha256 and format); returns the unit's outcome."""
+    dataset = telemetry_dataset(aliases, vocabulary, validation, records)
+    # the unit's records as read, one JSON object a line (source_line = line number): what lands
+    text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
+    unit = Unit(FileSource(Path(outcome.source_file), format=outcome.format), outcome.content_sha256, size_bytes,
+                content=text.encode())
+    return apply(con, dataset, unit, ingested_at, limits)
 
 
 def quarantine_unreadable(
     con: duckdb.DuckDBPyConnection, path: Path, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A telemetry file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
-    # nothing is read or validated: the file is only quarantined
-    dataset = TelemetryDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), {}, TelemetryValidation())
-    return _quarantine_unreadable(con, dataset, FileSource(Path(path)), error, ingested_at)
+    return _quarantine_unreadable(con, DATASET, telemetry_source(path), error, ingested_at)
