@@ -88,10 +88,8 @@ class PriceLists:
             reference_dir=self.reference_dir,
         )
         try:
-            reader = registry.duckdb_reader(str(source.format))
-            result = reader(con, path, context) if reader else None
-            if result is None:  # an adapter that returns its records as a frame
-                result = registry.adapter(str(source.format))(path, context)
+            result = registry.reader(str(source.format))(con, path, context)
+            if result.records is not None:  # read in Python: the records are staged here
                 records = conform(result.records).with_row_index(ROW_KEY)
                 with registered(con, "adapter_records", records.to_arrow()):
                     execute(con, "prices/stage_adapter_records")
