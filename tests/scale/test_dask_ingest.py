@@ -1,5 +1,5 @@
 """Parallel ingest: read/stage/validate away from the warehouse (tasks.ingest.lifecycle.stage_unit), one writer
-applying the results in order (apply), run by Prefect's ThreadPoolTaskRunner (the default, 2 threads)
+applying the results in order (apply), run by Prefect's ThreadPoolTaskRunner (kind = "threads", 2 threads)
 and by prefect-dask's DaskTaskRunner on a real distributed.LocalCluster (2 worker processes on loopback,
 stopped at the end).
 
