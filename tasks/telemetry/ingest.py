@@ -46,8 +46,6 @@ DATASET = "telemetry"
 # The contract's columns, as an empty table of text: read by name beside the records, it gives the normalisation
 # every column (null where the file has none; sql/telemetry/contract_cells.sql).
 CONTRACT_COLUMNS = pa.table({name: pa.array([], pa.string()) for name in INPUT_KINDS})
-# The columns sql/telemetry/spellings_to_look_up.sql lists texts of, in its order (after the record count).
-SPELLING_COLUMNS = tuple(c for c, kind in INPUT_KINDS.items() if kind != "text")
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
 
 
@@ -136,9 +134,10 @@ class TelemetryRuns:
             registered(con, "telemetry_gpu_lookup", as_arrow(canonical_gpus(self.aliases))),
         ):
             execute(con, "telemetry/contract_cells")
-            found = query(con, "telemetry/spellings_to_look_up").fetchall()[0]
-            rows: int = found[0]
-            spellings = look_up_spellings(dict(zip(SPELLING_COLUMNS, found[1:], strict=True)), self.vocabulary)
+            counted = query(con, "telemetry/spellings_to_look_up")
+            found = dict(zip(counted.columns, counted.fetchall()[0], strict=True))
+            rows: int = found.pop("records")
+            spellings = look_up_spellings(found, self.vocabulary)
             with registered(con, "telemetry_spellings", as_arrow(spellings)):
                 execute(con, "telemetry/normalise_runs")
                 execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
