@@ -1,5 +1,5 @@
 """7. Parallel ingest: the same files through the real ingest flows, sequential vs Prefect's thread pool
-([ingest.runner] kind = "threads", the default) and vs the Dask task runner (kind = "dask": a LocalCluster),
+(kind = "threads"; sequential is the default) and vs the Dask task runner (kind = "dask": a LocalCluster),
 each with BENCH_DASK_WORKERS workers (default 2), each run in a fresh process and a fresh GPUCOST_HOME. Two
 sets: the bundled samples (every configured price list and telemetry file) and generated 10^6-row files (a
 SkyPilot catalog, telemetry CSV and Parquet). The floor is the sequential run of the same flows; speed-up =

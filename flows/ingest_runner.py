@@ -1,21 +1,23 @@
-"""How the ingest flows run their files (config/settings.toml [ingest.runner]).
+"""How the ingest flows run their files: stage -> apply for every file (tasks/ingest/lifecycle.py), the flow the one
+writer, one transaction per file, in the given order. config/settings.toml [ingest.runner] says only where
+staging runs:
 
-`threads` (the default) and `dask`: every file is read, staged and validated by a task on a Prefect task
-runner - Prefect's ThreadPoolTaskRunner with `workers` threads in the flow's process, or prefect-dask's
-DaskTaskRunner over a `distributed.LocalCluster` of `workers` processes - which takes paths and returns
-Parquet files in a work folder (tasks.ingest.lifecycle.stage_file); the flow, the one writer, applies them
-in the given order, one transaction per file (apply_staged), while later files are still being staged.
-`sequential`: each file through the whole lifecycle on the flow's warehouse connection, one after another.
-Same warehouse every way.
+`sequential` (the default): inline, inside each file's transaction on the flow's warehouse connection; the staged
+tables are live there, nothing is written out. `threads` and `dask`: on a Prefect task runner - Prefect's
+ThreadPoolTaskRunner with `workers` threads in the flow's process, or prefect-dask's DaskTaskRunner over a
+`distributed.LocalCluster` of `workers` processes - each file on a private DuckDB, handed over as Parquet in a
+work folder (tasks.ingest.lifecycle.stage_unit) while the flow applies the files staged before it. Same warehouse
+every way.
 """
 
 from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 from prefect import task
@@ -24,8 +26,8 @@ from flows.retries import io_task_options, with_retries
 from tasks import progress
 from tasks.config_files import Settings
 from tasks.extras import require
-from tasks.ingest.config import IngestRunner
-from tasks.ingest.lifecycle import Dataset, StagedFile, StageJob, apply_staged, stage_file, stage_jobs
+from tasks.ingest.config import IngestLimits, IngestRunner
+from tasks.ingest.lifecycle import Dataset, StageJob, Unit, apply, quarantine_unreadable, stage_jobs, stage_unit
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.source import FileSource
 from tasks.reference import reference_paths
@@ -59,41 +61,81 @@ def dask_task_runner(runner: IngestRunner) -> Any:
     )
 
 
+class Staging(Protocol):
+    """A unit being staged: `result()` waits for it (raises the worker's error)."""
+
+    def result(self) -> Unit: ...
+
+
 @task(**io_task_options("stage-file"))
-def stage_file_task(job: StageJob) -> StagedFile:
-    return stage_file(job)
+def stage_task(job: StageJob) -> Unit:
+    return stage_unit(job)
 
 
-def ingest_in_parallel(
+@task(**io_task_options("ingest-file"))
+def apply_task(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, unit: Unit, ingested_at: datetime, limits: IngestLimits
+) -> FileOutcome:
+    return apply(con, dataset, unit, ingested_at, limits)
+
+
+def ingest_files(
     con: duckdb.DuckDBPyConnection,
     dataset: Dataset,
     sources: list[FileSource],
     ingested_at: datetime,
-    runner: IngestRunner,
-    unreadable: Callable[[FileSource, BaseException], FileOutcome],
     label: str,
     settings: Settings,
     resources: Resources,
 ) -> list[FileOutcome]:
-    """Stage every file on the runner's workers; apply them in order on `con`. A file still failing with an
-    I/O error after its task's retries goes to `unreadable` (quarantined for tonight, as sequentially)."""
-    workdir = resources.home / "staging" / uuid.uuid4().hex
+    """Every file staged (where [ingest.runner] says) and applied in order on `con`, with a progress line each. A
+    file still failing with an I/O error after its task's retries is quarantined for tonight (not registered)."""
     limits = settings.ingest.limits(resources.home)
+    apply_unit = with_retries(apply_task, settings.prefect)
+    outcomes: list[FileOutcome] = []
+    with staged_units(con, dataset, sources, ingested_at, settings, resources) as units:
+        for number, (source, staging) in enumerate(units, start=1):
+            try:
+                outcome = apply_unit(con, dataset, staging.result(), ingested_at, limits)
+            except OSError as error:  # still failing after the task's retries: tonight without this file
+                outcome = quarantine_unreadable(con, dataset.name, source, error, ingested_at)
+            outcomes.append(outcome)
+            progress.step("%s: file %d of %d: %s", label, number, len(sources), outcome_line(outcome))
+    return outcomes
+
+
+@contextmanager
+def staged_units(
+    con: duckdb.DuckDBPyConnection,
+    dataset: Dataset,
+    sources: list[FileSource],
+    ingested_at: datetime,
+    settings: Settings,
+    resources: Resources,
+) -> Iterator[Iterator[tuple[FileSource, Staging]]]:
+    """(source, future unit) per file, in order: staged on the runner's workers (all submitted at once), or,
+    sequentially, the file itself, which `apply` stages inline."""
+    runner = settings.ingest.runner
+    if not runner.parallel or not sources:
+        yield ((source, _Ready(Unit(source))) for source in sources)
+        return
+    workdir = resources.home / "staging" / uuid.uuid4().hex
     jobs = stage_jobs(con, dataset, sources, ingested_at, workdir, reference_paths(settings.reference),
                       settings.ingest.memory_limit)
-    outcomes: list[FileOutcome] = []
     try:
         with task_runner(runner) as pool:
-            stage = with_retries(stage_file_task, settings.prefect)
+            stage = with_retries(stage_task, settings.prefect)
             futures = [pool.submit(stage, {"job": job}) for job in jobs]
-            for number, (job, future) in enumerate(zip(jobs, futures, strict=True), start=1):
-                try:
-                    staged = future.result()
-                except OSError as error:  # still failing after the task's retries: tonight without this file
-                    outcomes.append(unreadable(job.source, error))
-                else:
-                    outcomes.append(apply_staged(con, dataset, staged, ingested_at, limits))
-                progress.step("%s: file %d of %d: %s", label, number, len(jobs), outcome_line(outcomes[-1]))
+            yield zip(sources, futures, strict=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return outcomes
+
+
+class _Ready:
+    """A unit to stage inline, with the `result()` of one staged on a worker."""
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+
+    def result(self) -> Unit:
+        return self.unit

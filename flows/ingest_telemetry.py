@@ -13,34 +13,23 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.ingest_runner import ingest_in_parallel
-from flows.retries import io_task_options, with_retries
-from tasks import config_files, progress
+from flows.ingest_runner import ingest_files
+from tasks import config_files
 from tasks.features import refresh_feature_table
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import apply_retention
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
-from tasks.ingest.source import FileSource
 from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases, reference_paths
 from tasks.sources import configured_telemetry_paths
-from tasks.summary import outcome_line, outcomes_markdown
+from tasks.summary import outcomes_markdown
 from tasks.telemetry.config import MlflowTelemetry, TelemetryValidation
-from tasks.telemetry.ingest import DATASET, TelemetryDataset, ingest_telemetry_file, quarantine_unreadable
+from tasks.telemetry.ingest import DATASET, telemetry_dataset, telemetry_source
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
 from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import warehouse
-
-
-@task(**io_task_options("ingest-telemetry-file"))
-def ingest_telemetry_file_task(
-    con: duckdb.DuckDBPyConnection, path: Path, aliases: pl.DataFrame, ingested_at: datetime,
-    vocabulary: dict[str, Any], validation: TelemetryValidation, limits: IngestLimits,
-) -> FileOutcome:
-    return ingest_telemetry_file(con, path, aliases, ingested_at, vocabulary=vocabulary, validation=validation,
-                                 limits=limits)
 
 
 @task(name="ingest-mlflow-runs", cache_policy=NO_CACHE)
@@ -84,33 +73,18 @@ def ingest_telemetry(
         paths, sources = configured_telemetry_paths(configured), configured_mlflow_sources(configured)
     ingested_at = datetime.now(UTC)
     settings, telemetry = config_files.settings(), config_files.telemetry()  # read once, passed to the tasks
-    resources, runner = config_files.resources(settings), settings.ingest.runner
+    resources = config_files.resources(settings)
     reference, files = settings.reference, reference_paths(settings.reference)
     limits = settings.ingest.limits(resources.home)
     mlflow_settings = config_files.mlflow_telemetry()
-    ingest_file = with_retries(ingest_telemetry_file_task, settings.prefect)
     with warehouse(resources.warehouse) as con:
         recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con, files)
         aliases = read_aliases(files["gpu_aliases"])
         vocabulary = load_vocabulary(telemetry)
-        if runner.parallel and paths:  # read/stage/validate on the runner's workers, this flow the one writer
-            outcomes = ingest_in_parallel(
-                con, TelemetryDataset(aliases, vocabulary, telemetry.validation),
-                [FileSource(p) for p in paths], ingested_at, runner,
-                lambda source, error: quarantine_unreadable(con, source.path, error, ingested_at), "ingest telemetry",
-                settings, resources,
-            )
-        else:
-            outcomes = []
-            for number, path in enumerate(paths, start=1):
-                try:
-                    outcomes.append(ingest_file(con, path, aliases, ingested_at, vocabulary, telemetry.validation,
-                                                limits))
-                except OSError as error:  # still failing after the task's retries: tonight without this file
-                    outcomes.append(quarantine_unreadable(con, path, error, ingested_at))
-                progress.step("ingest telemetry: file %d of %d: %s", number, len(paths),
-                              outcome_line(outcomes[-1]))
+        dataset = telemetry_dataset(aliases, vocabulary, telemetry.validation)
+        outcomes = ingest_files(con, dataset, [telemetry_source(p) for p in paths], ingested_at, "ingest telemetry",
+                                settings, resources)
         for source in sources:
             try:
                 outcomes.extend(ingest_mlflow_source_task(con, source, aliases, ingested_at, vocabulary,

@@ -1,2 +1,3 @@
--- The normalised chunks' view, once staging_file_rows holds the staged rows (sql/telemetry/stage_runs.sql).
+-- The normalisation's views, once staging_file_rows holds the staged rows (sql/telemetry/stage_runs.sql).
 drop view staging_normalised_runs;
+drop view telemetry_cells;

@@ -1,11 +1,10 @@
--- Rows sharing a run_id in one file (staging_normalised_runs): conflicting values (none is loaded, each
--- rejected with the lines of the group) or identical (the first by line is kept, the others skipped).
+-- Rows sharing a run_id in one file (staging_file_rows): conflicting values (none is loaded, each rejected with
+-- the lines of the group) or identical (the first by line is kept, the others skipped and dropped here).
 -- The run_ids that repeat are found first (a count per run_id); only their rows are compared and ranked.
 create or replace temp table staging_run_duplicates as
 with keyed as not materialized (
-    -- read where used (materialised, every record's text was stored once more for the count below)
-    select _row_id, run_id, record_text, source_line
-    from staging_normalised_runs
+    select _row_id, run_id, record_hash, source_line
+    from staging_file_rows
     where run_id is not null
 ),
 
@@ -20,7 +19,7 @@ repeated_rows as (
 groups as (
     select
         run_id,
-        count(distinct record_text) as versions,  -- the values hashed
+        count(distinct record_hash) as versions,  -- the values hashed
         string_agg(source_line::varchar, ', ' order by source_line) as lines
     from repeated_rows
     group by run_id
@@ -49,4 +48,11 @@ final as (
     where versions > 1 or nth > 1
 )
 
-select * from final
+select * from final;
+
+delete from staging_file_rows
+where _row_id in (select _row_id from staging_run_duplicates where duplicate = 'identical');
+
+update staging_file_rows set rejected_reason = duplicates.rejected_reason
+from staging_run_duplicates as duplicates
+where staging_file_rows._row_id = duplicates._row_id and duplicates.duplicate = 'conflict';

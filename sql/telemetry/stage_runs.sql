@@ -1,16 +1,13 @@
--- The staged telemetry rows the suite validates: each normalised run (staging_normalised_runs, written by
--- tasks/telemetry/ingest.py) except identical extra duplicates, with a conflicting
--- duplicate's reason, the GPU's peak for the precision and the checked columns.
+-- The staged telemetry rows the suite validates: each normalised run (staging_normalised_runs,
+-- sql/telemetry/normalise_runs.sql) with the GPU's peak for the precision and the checked columns, stored once
+-- (sql/telemetry/duplicate_runs.sql then drops the identical extra duplicates and names the conflicting ones).
 -- Formulas: sql/ddl/041_flops_macros.sql.
 create or replace temp table staging_file_rows as
 with runs as (
     select
-        normalised.* exclude (record_text),
-        sha256(normalised.record_text) as record_hash,   -- same hash = same record (tasks/telemetry/ingest.py)
-        duplicates.rejected_reason
-    from staging_normalised_runs as normalised
-    left join staging_run_duplicates as duplicates on normalised._row_id = duplicates._row_id
-    where duplicates.duplicate is distinct from 'identical'
+        *,
+        null::varchar as rejected_reason  -- a conflicting duplicate's reason (sql/telemetry/duplicate_runs.sql)
+    from staging_normalised_runs
 ),
 
 specs as (

@@ -1,29 +1,33 @@
-"""One file lifecycle for every dataset: hash -> already ingested? -> landed (tasks/ingest/landing.py, before the
-transaction) -> read -> stage -> validate -> split good / quarantined -> store -> register, all inside ONE
-transaction (a file is stored whole or not at all).
+"""One lifecycle for every ingested unit (a file, a fetched download, an MLflow run's record): stage, then apply.
 
-Two placements of the same steps: `ingest_file` runs them all on the writer's connection (the default);
-for parallel ingest, `stage_file` reads, stages and validates one file with no warehouse connection (its own
-in-memory DuckDB, so a Dask worker on another process or host can run it) and leaves Parquet files in a work
-folder, and `apply_staged` - the one writer - loads them in the file's transaction and does the rest: the
-part that depends on the warehouse's current rows (`Dataset.stage_against_warehouse`, the expectations on
-`Dataset.history_columns`), the registry check, store, quarantine and registration. The writer applies
-files in the order given, so the warehouse ends up as after the sequential run.
+- **stage** (`stage`): read the unit and normalise its records into the staged tables - `staging_file_records`
+  (every record as read) and `staging_file_rows` (the rows the suite validates) - with the dataset's reader and
+  SQL. Staging writes only TEMP `staging_*` tables and reads nothing of the warehouse but the reference tables;
+  it runs on the writer's connection, inside the unit's transaction ("inline", the sequential default: the staged
+  tables are live relations there, nothing is copied), or on a worker's own in-memory DuckDB (`stage_unit`: a
+  Prefect thread or a Dask process), which checks the suite's expectations the file alone decides and hands the
+  staged tables over as Parquet.
+- **apply** (`apply`): the one writer. Hash and registry check (a unit already ingested is skipped), land the
+  unit's bytes once under `$GPUCOST_HOME/landing/` (tasks/ingest/landing.py, before the transaction), then in
+  ONE transaction: the staged tables (staged inline now, or loaded from a worker's Parquet), the columns that
+  depend on the warehouse's current rows (`Dataset.history`: e.g. the price move against stored observations),
+  the suite's remaining expectations, failures combined and counted, good rows stored as typed rows carrying
+  `(content_sha256, source_line)` back to the landed bytes, failing rows quarantined with their record, the unit
+  registered. A unit is stored whole or not at all; units are applied in the order given, so the warehouse ends
+  up the same wherever they were staged.
 
-A dataset (prices, telemetry, ...) supplies only what differs, as a `Dataset`: how its file is read into
-`staging_file_records`, how the records become `staging_file_rows` (the rows the suite validates: a row key
-`_row_id`, `source_line`, `raw_values` and the suite's columns), which suite and thresholds validate them,
-how its own rejections combine with the suite's, and how accepted rows are stored. The lifecycle owns the
-rest, once: the file registry, the transient-I/O rule, whole-file quarantine, row quarantine, DuckDB's
-memory cap, and the outcome.
+A dataset (prices, telemetry) is described by a `Dataset`: its name and suite, the suite's thresholds, its
+`stage` (reader and normalising SQL), the SQL that combines its own rejections with the suite's, the SQL run
+against the warehouse's rows, and its `store`. The lifecycle owns the rest, once: the registry, landing, the
+transient-I/O rule, whole-file and row quarantine, DuckDB's memory cap, and the outcome.
 
-The transient-I/O rule: an OSError that may pass (EIO, ETIMEDOUT, ...; see registry.is_transient) is
-raised to the caller (the flow's task retries it); a file still unreadable after the retries is quarantined
-for tonight WITHOUT being registered (`quarantine_unreadable`), so the next run reads it again. Any other
-failure to read or stage quarantines the file whole and registers it (the same bytes are not read again).
+The transient-I/O rule: an OSError that may pass (EIO, ETIMEDOUT, ...; see registry.is_transient) is raised to
+the caller (the flow's task retries it); a file still unreadable after the retries is quarantined for tonight
+WITHOUT being registered (`quarantine_unreadable`), so the next run reads it again. Any other failure to read or
+stage quarantines the file whole and registers it (the same bytes are not read again).
 
 The machine's failures are not the file's: a full disk, no memory, a storage error (registry.machine_failure),
-met anywhere in a file's lifecycle, roll its transaction back and raise registry.IngestAborted naming the file,
+met anywhere in a unit's lifecycle, roll its transaction back and raise registry.IngestAborted naming the file,
 which stays unregistered (the next run reads it again); only the file's content quarantines it.
 """
 
@@ -32,16 +36,17 @@ from __future__ import annotations
 import contextlib
 import shutil
 import uuid
-from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import Part, discard, land_file, land_part, read_into_part
+from tasks.ingest.landing import discard, land_bytes, land_file, land_part, read_into_part
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -58,7 +63,7 @@ from tasks.ingest.source import FileSource
 from tasks.ingest.validation import check_staged, collect_suite_failures
 from tasks.landing_zone import landing_dir
 from tasks.reference import load_reference_tables
-from tasks.warehouse import execute, ingest_limits, migrate, query, transaction
+from tasks.warehouse import execute, ingest_limits, migrate, query, registered, transaction
 
 # The staged tables a worker hands to the writer, one Parquet file each.
 HANDED_OVER = ("file_records", "file_rows", "suite_check_rows")
@@ -73,7 +78,7 @@ class FileError(ValueError):
 
 @dataclass
 class Staged:
-    """What reading and staging a file found besides its rows (for the outcome and the summary)."""
+    """What reading and staging a unit found besides its rows (for the outcome and the summary)."""
 
     rows_read: int = 0
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
@@ -82,7 +87,7 @@ class Staged:
 
 @dataclass(frozen=True)
 class FileContext:
-    """The identity of the file being ingested, bound into the dataset's SQL."""
+    """The identity of the unit being ingested, bound into the dataset's SQL."""
 
     source: FileSource
     sha256: str
@@ -93,152 +98,180 @@ class FileContext:
         return str(self.source.path)
 
 
-class Dataset(ABC):
-    """What one dataset supplies to the lifecycle. `read_and_stage` writes only `staging_*` (it reads the
-    reference tables, and prices read core.price_observations for the price move against history);
-    `store` is the only part that writes core tables. To read and stage files in parallel, run
-    `read_and_stage` (and validation) on a worker's own DuckDB with the reference tables loaded, hand the
-    staging tables over as Parquet, and let the one writer run `stage_against_warehouse`, `combine_failures`,
-    `store` and the registration in the file's transaction (`stage_file` / `apply_staged`)."""
+# Reads the unit and normalises it into staging_file_records and staging_file_rows (see `Dataset.stage`).
+Stage = Callable[[duckdb.DuckDBPyConnection, FileContext], Staged]
+# Stores the accepted rows; returns notes for the outcome.
+Store = Callable[[duckdb.DuckDBPyConnection, FileContext], list[str]]
+# Notes a person should hear about the rejected rows (e.g. unknown GPU names).
+Notes = Callable[[duckdb.DuckDBPyConnection], list[str]]
 
-    name: str    # raw.ingested_files.dataset / quarantine dataset
-    suite: str   # expectations/<suite>.json
-    # staged columns computed from the warehouse's current rows by `stage_against_warehouse` (the writer's
-    # part); the suite's expectations on them are checked there, every other one where the file is staged
+
+def no_notes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """What a dataset is to the lifecycle (picklable: a worker stages with it).
+
+    `stage` reads the unit (a price adapter or a telemetry reader: DuckDB reads the file, or Python gives the
+    records as Arrow, one output schema per dataset) and runs the dataset's normalising SQL: it creates
+    `staging_file_records` (_row_id, source_line, raw_values: every record as read; a table, or a view over the
+    file as read) and `staging_file_rows` (_row_id, source_line, rejected_reason, the suite's columns and what
+    `store` needs), writes nothing else and reads no warehouse table but the reference tables; it raises FileError
+    for a unit that cannot be ingested. `history` is SQL the writer runs in the unit's transaction to add
+    `history_columns` to `staging_file_rows` from the warehouse's current rows (with `history_tables`
+    registered); the suite's expectations on them are checked there, every other one where the unit is staged.
+    `failures` is the SQL that makes `staging_file_failures` (_row_id, failed_check) from the dataset's own
+    rejections and the suite's; `store` is the only part that writes core tables."""
+
+    name: str                      # raw.ingested_files.dataset / quarantine dataset
+    suite: str                     # expectations/<suite>.json
+    parameters: Mapping[str, Any]  # the suite's $PARAMETER values (thresholds from config)
+    stage: Stage
+    failures: str                  # sql/<failures>.sql
+    store: Store
+    notes: Notes = no_notes
+    # the whole-file quarantine message of an unexpected error while reading or staging (`format`: the unit's
+    # format, `name`: its file name, `error`: the error's type and message)
+    read_error: str = "unreadable file: {error}"
+    history: tuple[str, ...] = ()
     history_columns: frozenset[str] = frozenset()
-
-    def describe(self, source: FileSource, outcome: FileOutcome) -> None:  # noqa: B027 - optional hook
-        """Fill the outcome's descriptive fields (provider, format) before anything is read."""
-
-    @abstractmethod
-    def validation_parameters(self) -> dict[str, Any]:
-        """The suite's `$PARAMETER` values (thresholds from config)."""
-
-    @abstractmethod
-    def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
-        """Read the file and create `staging_file_records` (every record as read: _row_id, source_line,
-        raw_values as JSON text or a STRUCT, cast to JSON where a rejected row is quarantined; a table, or a view
-        over the file as read that computes them where they are read) and
-        `staging_file_rows` (_row_id, the record's row key; source_line, rejected_reason, the suite's columns
-        and what `store` needs; the wide raw record stays in file_records, joined only where it is stored).
-        Raise FileError for a file that cannot be ingested."""
-
-    def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:  # noqa: B027
-        """Add `history_columns` to `staging_file_rows` from the warehouse's current rows (e.g. the price move
-        against stored observations). Runs on the writer's connection, in the file's transaction."""
+    history_tables: Mapping[str, pa.Table] = field(default_factory=dict)
 
     def is_file_column(self, column: str) -> bool:
-        """True for a column the file alone decides (checked where the file is staged)."""
+        """True for a column the unit alone decides (checked where the unit is staged)."""
         return column not in self.history_columns
 
     def is_history_column(self, column: str) -> bool:
         return column in self.history_columns
 
-    @abstractmethod
-    def file_error(self, file: FileContext, error: BaseException) -> str:
-        """The whole-file quarantine message for an unexpected error while reading or staging."""
 
-    @abstractmethod
-    def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
-        """`staging_file_failures` (_row_id, failed_check) from the dataset's own rejections in
-        `staging_file_rows` and the suite's in `staging_suite_failures`."""
+@dataclass(frozen=True)
+class Unit:
+    """One unit to apply: its source and, when it was staged by a worker, what the worker found.
 
-    @abstractmethod
-    def store(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> list[str]:
-        """Store the accepted rows (staging_file_rows without staging_file_failures) as typed rows carrying
-        (content_sha256, source_line) back to the landed file. Returns notes for the outcome."""
+    A file to stage inline is `Unit(source)`. A unit with no file of its own (an MLflow run's record) carries
+    its `content` (the bytes that land) and its `sha256`."""
 
-    def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        """Notes a person should hear about the rejected rows (e.g. unknown GPU names)."""
-        return []
+    source: FileSource
+    sha256: str | None = None        # known: hashed where it was staged, or the unit's own fingerprint
+    size_bytes: int | None = None
+    error: str | None = None         # quarantined whole with this message (registered when sha256 is known)
+    staged: Staged | None = None     # staged by a worker: its HANDED_OVER tables are Parquet in `directory`
+    directory: Path | None = None
+    content: bytes | None = None     # the unit's bytes, when it is not a file (landed as `.jsonl`)
 
 
-def ingest_file(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, source: FileSource, ingested_at: datetime, limits: IngestLimits
+def stage(con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext) -> Staged:
+    """The unit's staged tables on `con` (see `Dataset.stage`): the same step inline and on a worker."""
+    return dataset.stage(con, file)
+
+
+def apply(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, unit: Unit, ingested_at: datetime, limits: IngestLimits
 ) -> FileOutcome:
-    """The lifecycle of one file (see the module docstring), within `limits` (config/settings.toml [ingest]).
-    Raises OSError only for a transient I/O error."""
-    path = Path(source.path)
-    outcome = FileOutcome(dataset.name, str(path), "", "loaded")
-    dataset.describe(source, outcome)
-    irregular = irregular_file(path)
-    if irregular is not None:  # never read (it could be read forever), never registered
-        return _quarantine_whole_file(con, dataset, outcome, irregular, ingested_at, None)
-    folder = landing_dir(con)
-    part = None
+    """The writer's part for one unit (see the module docstring), within `limits` (config/settings.toml
+    [ingest]). Raises OSError only for a transient I/O error."""
+    source = unit.source
+    outcome = FileOutcome(dataset.name, str(Path(source.path)), "", "loaded", provider=source.provider,
+                          format=source.format)
     try:
-        if folder is None:  # an in-memory warehouse: nothing lands
-            sha = content_sha256(path)
-        else:  # one read: the hash, and the bytes to land once the registry says they are new
-            part = read_into_part(path, folder)
-            sha = part.sha256
-        size_bytes = path.stat().st_size
-    except OSError as error:
-        discard(part)
-        failure = machine_failure(error)
-        if failure is not None:
-            raise aborted(path, failure) from error
-        if is_transient(error):
-            raise  # retried by the flow's task; still failing: quarantine_unreadable
-        return _quarantine_whole_file(con, dataset, outcome, _unreadable(path, error), ingested_at, None)
+        found = _identify(con, dataset, unit, outcome, ingested_at)
+        if isinstance(found, int):
+            if unit.error is not None:  # staged by a worker that could not read it: quarantined whole
+                found = _quarantine_whole_file(con, dataset.name, outcome, unit.error, ingested_at, found)
+            else:
+                file = FileContext(source, outcome.content_sha256, ingested_at)
+                found = _apply_in_one_transaction(con, dataset, unit, file, outcome, found, limits)
+    except OSError:
+        raise  # transient: the task applies the unit again, with its staged tables
+    except BaseException:
+        _discard_staged(unit)
+        raise
+    _discard_staged(unit)
+    return found
+
+
+def _discard_staged(unit: Unit) -> None:
+    if unit.directory is not None:
+        shutil.rmtree(unit.directory, ignore_errors=True)
+
+
+def _identify(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, unit: Unit, outcome: FileOutcome, ingested_at: datetime
+) -> int | FileOutcome:
+    """The unit's hash, registry check and landing, before its transaction: its size in bytes, or the outcome
+    when nothing more is to be done (already ingested; quarantined, not registered, as unreadable)."""
+    path = Path(unit.source.path)
+    if unit.sha256 is None and unit.error is not None:  # a worker could not read it: not registered
+        return _quarantine_whole_file(con, dataset.name, outcome, unit.error, ingested_at, None)
+    folder = landing_dir(con)  # None: an in-memory warehouse, nothing lands
+    part = None
+    if unit.sha256 is not None:
+        sha, size_bytes = unit.sha256, int(unit.size_bytes or 0)
+    else:
+        irregular = irregular_file(path)
+        if irregular is not None:  # never read (it could be read forever), never registered
+            return _quarantine_whole_file(con, dataset.name, outcome, irregular, ingested_at, None)
+        try:
+            if folder is None:
+                sha = content_sha256(path)
+            else:  # one read: the hash, and the bytes to land once the registry says they are new
+                part = read_into_part(path, folder)
+                sha = part.sha256
+            size_bytes = path.stat().st_size
+        except OSError as error:
+            discard(part)
+            return _quarantine_whole_file(con, dataset.name, outcome, _landing_failed(path, error), ingested_at, None)
     outcome.content_sha256 = sha
     if already_ingested(con, dataset.name, sha):
         discard(part)
         outcome.status = "already_ingested"
         return outcome
-    if part is not None and folder is not None:
-        problem = _land_part(path, part, folder, outcome)
-        if problem is not None:
-            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
-
-    return ingest_unit(con, dataset, FileContext(source, sha, ingested_at), outcome, size_bytes, limits)
-
-
-def _land_part(path: Path, part: Part, folder: Path, outcome: FileOutcome) -> str | None:
-    """`land` for a file already read into a part file."""
-    try:
-        outcome.landed_path = land_part(part, folder).landed_path
-    except OSError as error:
-        return _landing_failed(path, error)
-    return None
-
-
-def land(con: duckdb.DuckDBPyConnection, path: Path, outcome: FileOutcome) -> str | None:
-    """Land the file's bytes beside the warehouse (tasks/ingest/landing.py) before its transaction; sets
-    `outcome.landed_path`. Returns why the file cannot be read (quarantined for tonight, not registered), or
-    None. A transient I/O error is raised (the task retries it), the machine's failure raises IngestAborted."""
-    folder = landing_dir(con)
-    if folder is None:  # an in-memory warehouse: nothing lands
-        return None
-    try:
-        outcome.landed_path = land_file(path, folder, outcome.content_sha256).landed_path
-    except OSError as error:
-        return _landing_failed(path, error)
-    except ValueError as error:  # the bytes changed since they were hashed
-        return str(error)
-    return None
+    if folder is not None:
+        try:
+            if part is not None:
+                landed = land_part(part, folder)
+            elif unit.content is not None:
+                landed = land_bytes(unit.content, folder, sha, ".jsonl")
+            else:  # hashed by a worker: read again here, and checked against that hash
+                landed = land_file(path, folder, sha)
+        except OSError as error:
+            return _quarantine_whole_file(con, dataset.name, outcome, _landing_failed(path, error), ingested_at, None)
+        except ValueError as error:  # the bytes changed since they were hashed
+            return _quarantine_whole_file(con, dataset.name, outcome, str(error), ingested_at, None)
+        outcome.landed_path = landed.landed_path
+    return size_bytes
 
 
-def ingest_unit(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int,
-    limits: IngestLimits,
+def _apply_in_one_transaction(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, unit: Unit, file: FileContext, outcome: FileOutcome,
+    size_bytes: int, limits: IngestLimits,
 ) -> FileOutcome:
-    """Read, stage, validate, store and register one unit (a file, or e.g. one MLflow run, whose
-    `content_sha256` and `source_file` name it) in one transaction on the writer's connection. The caller
-    has checked the registry."""
+    """Staged tables (inline, or a worker's Parquet), history columns, the rest of the suite, store, quarantine,
+    register: one transaction. A unit whose content cannot be read is quarantined whole and registered."""
     try:
         with ingest_limits(con, limits.memory_limit, limits.spill):
             con.execute("begin transaction")
             try:
-                try:
-                    staged = dataset.read_and_stage(con, file)
-                except Exception as error:  # a read failure quarantines the file, the night goes on
-                    raise_unless_content(error, file.source.path)
-                    con.execute("rollback")
-                    return _quarantine_whole_file(con, dataset, outcome, _read_error(dataset, file, error),
-                                                  file.ingested_at, size_bytes)
-                dataset.stage_against_warehouse(con, file)
-                check_staged(con, dataset.suite, dataset.validation_parameters())  # the whole suite in one pass
+                if unit.directory is not None and unit.staged is not None:
+                    staged = unit.staged
+                    _load_handed_over(con, unit.directory)
+                    checked: Callable[[str], bool] | None = dataset.is_history_column  # the rest: by the worker
+                else:
+                    try:
+                        staged = stage(con, dataset, file)
+                    except Exception as error:  # a read failure quarantines the file, the night goes on
+                        raise_unless_content(error, file.source.path)
+                        con.execute("rollback")
+                        return _quarantine_whole_file(con, dataset.name, outcome, _read_error(dataset, file, error),
+                                                      file.ingested_at, size_bytes)
+                    checked = None  # the whole suite in one pass
+                with _registered_all(con, dataset.history_tables):
+                    for name in dataset.history:
+                        execute(con, name)
+                check_staged(con, dataset.suite, dict(dataset.parameters), checked)
                 _finish(con, dataset, file, outcome, staged, size_bytes)
                 con.execute("commit")
             except BaseException:
@@ -252,6 +285,20 @@ def ingest_unit(
     return outcome
 
 
+@contextlib.contextmanager
+def _registered_all(con: duckdb.DuckDBPyConnection, tables: Mapping[str, pa.Table]) -> Iterator[None]:
+    with contextlib.ExitStack() as stack:
+        for name, table in tables.items():
+            stack.enter_context(registered(con, name, table))
+        yield
+
+
+def _load_handed_over(con: duckdb.DuckDBPyConnection, directory: Path) -> None:
+    for name in HANDED_OVER:
+        con.read_parquet(str(directory / f"{name}.parquet")).create_view(f"handed_over_{name}", replace=True)
+    execute(con, "ingest/load_handed_over")
+
+
 def raise_unless_content(error: BaseException, path: Path | str) -> None:
     """Return only when `error` is about the file's content (the file is then quarantined): the machine's
     failures raise IngestAborted, a transient I/O error is raised as is (the task retries it)."""
@@ -263,13 +310,9 @@ def raise_unless_content(error: BaseException, path: Path | str) -> None:
 
 
 def _landing_failed(path: Path, error: OSError) -> str:
-    """Why a file that could not land is quarantined tonight; the machine's failure raises IngestAborted and a
-    transient I/O error is raised again (the task retries it)."""
-    failure = machine_failure(error)
-    if failure is not None:
-        raise aborted(path, failure) from error
-    if is_transient(error):
-        raise error
+    """Why a file that could not be read or landed is quarantined tonight; the machine's failure raises
+    IngestAborted and a transient I/O error is raised again (the task retries it)."""
+    raise_unless_content(error, path)
     return _unreadable(path, error)
 
 
@@ -279,7 +322,10 @@ def _unreadable(path: Path, error: OSError) -> str:
 
 
 def _read_error(dataset: Dataset, file: FileContext, error: BaseException) -> str:
-    return str(error) if isinstance(error, FileError) else dataset.file_error(file, error)
+    if isinstance(error, FileError):
+        return str(error)
+    return dataset.read_error.format(format=file.source.format, name=Path(file.source.path).name,
+                                     error=describe_error(error))
 
 
 def _finish(
@@ -293,9 +339,9 @@ def _finish(
     # instead of one (10^6 telemetry rows: raw records 3.1 -> 2.2 s, runs 2.6 -> 1.3 s)
     execute(con, "common/set_insertion_order", {"preserve": False})
     collect_suite_failures(con)
-    dataset.combine_failures(con)
+    execute(con, dataset.failures)
     _count(con, outcome, staged)
-    outcome.notes += dataset.rejection_notes(con)
+    outcome.notes += dataset.notes(con)
     outcome.notes += dataset.store(con, file)
     quarantine_staged_rows(con, dataset.name, file.source_file, file.sha256, file.ingested_at)
     drop_staging(con)
@@ -316,48 +362,34 @@ def drop_staging(con: duckdb.DuckDBPyConnection) -> None:
 
 @dataclass(frozen=True)
 class StageJob:
-    """One file to stage away from the warehouse, with everything the worker needs (picklable: no
-    connection, no configuration read on the worker)."""
+    """One file to stage on a worker, with everything the worker needs (picklable: no connection, no
+    configuration read on the worker)."""
 
     dataset: Dataset
     source: FileSource
     ingested_at: datetime
-    workdir: Path                    # the staged artefact goes to a new folder under it
+    workdir: Path                    # the staged tables go to a new folder under it
     known: frozenset[str]            # content hashes registered before the batch: not staged again
-    parameters: dict[str, Any]       # the suite's $PARAMETER values
     memory_limit: str                # DuckDB's cap on the worker (config/settings.toml [ingest])
     reference: dict[str, Path]       # gpu_specs / gpu_aliases files (core.gpu_specs for the staging SQL)
 
 
-@dataclass(frozen=True)
-class StagedFile:
-    """What a worker hands to the writer for one file: its identity, and either the staged tables (Parquet
-    files in `directory`) with what reading found, or the whole-file quarantine message."""
-
-    source: FileSource
-    sha256: str | None = None        # None: the file could not be read at all (not registered)
-    size_bytes: int | None = None
-    staged: Staged | None = None
-    error: str | None = None         # the file is quarantined whole with this message
-    directory: Path | None = None    # HANDED_OVER tables as <name>.parquet
-
-
-def stage_file(job: StageJob) -> StagedFile:
-    """Read, stage and validate one file with no warehouse connection: the steps `ingest_unit` runs before
-    `stage_against_warehouse`, on a private in-memory DuckDB, leaving the staged tables as Parquet.
-    Raises OSError only for a transient I/O error (the task retries it)."""
+def stage_unit(job: StageJob) -> Unit:
+    """`stage` on a worker: a private in-memory DuckDB with the reference tables, the suite's expectations the
+    file alone decides checked there, the staged tables left as Parquet for `apply`. Raises OSError only for a
+    transient I/O error (the task retries it)."""
     path = Path(job.source.path)
     irregular = irregular_file(path)
     if irregular is not None:  # never read (it could be read forever), never registered
-        return StagedFile(job.source, error=irregular)
+        return Unit(job.source, error=irregular)
     try:
         sha, size_bytes = content_sha256(path), path.stat().st_size
     except OSError as error:
         if is_transient(error):
             raise
-        return StagedFile(job.source, error=_unreadable(path, error))
+        return Unit(job.source, error=_unreadable(path, error))
     if sha in job.known:
-        return StagedFile(job.source, sha, size_bytes)  # the writer reports it already ingested
+        return Unit(job.source, sha, size_bytes)  # the writer reports it already ingested
     dataset, file = job.dataset, FileContext(job.source, sha, job.ingested_at)
     directory = job.workdir / f"{sha[:16]}-{uuid.uuid4().hex[:8]}"
     directory.mkdir(parents=True)
@@ -367,13 +399,12 @@ def stage_file(job: StageJob) -> StagedFile:
             load_reference_tables(con, job.reference)
             with ingest_limits(con, memory_limit=job.memory_limit, spill=directory / "spill"):
                 try:
-                    staged = dataset.read_and_stage(con, file)
+                    staged = stage(con, dataset, file)
                 except Exception as error:  # the file is quarantined whole by the writer
                     raise_unless_content(error, path)
                     shutil.rmtree(directory, ignore_errors=True)
-                    return StagedFile(job.source, sha, size_bytes, error=_read_error(dataset, file, error))
-                check_staged(con, dataset.suite, job.parameters, dataset.is_file_column)
-                execute(con, "ingest/create_check_rows")
+                    return Unit(job.source, sha, size_bytes, error=_read_error(dataset, file, error))
+                check_staged(con, dataset.suite, dict(dataset.parameters), dataset.is_file_column)
                 # the handed-over rows carry their row keys: their order is free (kept, DuckDB buffers a view's
                 # rows, e.g. 1.9 M SkyPilot offers with their JSON, past the worker's memory cap)
                 execute(con, "common/set_insertion_order", {"preserve": False})
@@ -387,51 +418,28 @@ def stage_file(job: StageJob) -> StagedFile:
             raise aborted(path, failure) from error
         raise
     shutil.rmtree(directory / "spill", ignore_errors=True)
-    return StagedFile(job.source, sha, size_bytes, staged=staged, directory=directory)
+    return Unit(job.source, sha, size_bytes, staged=staged, directory=directory)
 
 
-def apply_staged(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, staged_file: StagedFile, ingested_at: datetime,
-    limits: IngestLimits,
+def stage_jobs(
+    con: duckdb.DuckDBPyConnection,
+    dataset: Dataset,
+    sources: list[FileSource],
+    ingested_at: datetime,
+    workdir: Path,
+    reference: dict[str, Path],
+    memory_limit: str,
+) -> list[StageJob]:
+    """One StageJob per file, with the hashes already registered (a re-run stages nothing it would skip)."""
+    known = frozenset(sha for (sha,) in execute(con, "ingest/registered_hashes", {"dataset": dataset.name}).fetchall())
+    return [StageJob(dataset, source, ingested_at, workdir, known, memory_limit, reference) for source in sources]
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, source: FileSource, ingested_at: datetime, limits: IngestLimits
 ) -> FileOutcome:
-    """The writer's part for a file `stage_file` staged: registry check, then in ONE transaction load the
-    staged tables, add and check the warehouse-dependent columns, store, quarantine, register. The same
-    outcome and rows as `ingest_file` on the same file at the same point of the sequence."""
-    source = staged_file.source
-    outcome = FileOutcome(dataset.name, str(Path(source.path)), "", "loaded")
-    dataset.describe(source, outcome)
-    try:
-        if staged_file.sha256 is None:  # unreadable (e.g. not found): quarantined, not registered
-            return _quarantine_whole_file(con, dataset, outcome, str(staged_file.error), ingested_at, None)
-        outcome.content_sha256 = staged_file.sha256
-        if already_ingested(con, dataset.name, staged_file.sha256):
-            outcome.status = "already_ingested"
-            return outcome
-        problem = land(con, Path(source.path), outcome)
-        if problem is not None:
-            return _quarantine_whole_file(con, dataset, outcome, problem, ingested_at, None)
-        if staged_file.error is not None or staged_file.staged is None or staged_file.directory is None:
-            message = staged_file.error or f"{Path(source.path).name}: staged by a worker that skipped it"
-            return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, staged_file.size_bytes)
-        file = FileContext(source, staged_file.sha256, ingested_at)
-        try:
-            with ingest_limits(con, limits.memory_limit, limits.spill), transaction(con):
-                for name in HANDED_OVER:
-                    con.read_parquet(str(staged_file.directory / f"{name}.parquet")).create_view(
-                        f"handed_over_{name}", replace=True)
-                execute(con, "ingest/load_handed_over")
-                dataset.stage_against_warehouse(con, file)
-                check_staged(con, dataset.suite, dataset.validation_parameters(), dataset.is_history_column)
-                _finish(con, dataset, file, outcome, staged_file.staged, int(staged_file.size_bytes or 0))
-        except Exception as error:
-            failure = machine_failure(error)
-            if failure is not None:
-                raise aborted(source.path, failure) from error
-            raise
-        return outcome
-    finally:
-        if staged_file.directory is not None:
-            shutil.rmtree(staged_file.directory, ignore_errors=True)
+    """One file staged inline and applied: `apply(con, dataset, Unit(source), ...)`."""
+    return apply(con, dataset, Unit(source), ingested_at, limits)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:
@@ -457,7 +465,7 @@ def describe_error(error: BaseException) -> str:
 
 def _quarantine_whole_file(
     con: duckdb.DuckDBPyConnection,
-    dataset: Dataset,
+    dataset: str,
     outcome: FileOutcome,
     message: str,
     ingested_at: datetime,
@@ -467,38 +475,18 @@ def _quarantine_whole_file(
     outcome.status = "quarantined"
     outcome.error = message
     with transaction(con):
-        quarantine_file(con, dataset.name, outcome.source_file, outcome.content_sha256 or None, message, ingested_at)
+        quarantine_file(con, dataset, outcome.source_file, outcome.content_sha256 or None, message, ingested_at)
         if size_bytes is not None:  # a file that could not even be read has no content hash to register
             record_file(con, outcome, size_bytes, ingested_at)
     return outcome
 
 
 def quarantine_unreadable(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, source: FileSource, error: BaseException, ingested_at: datetime
+    con: duckdb.DuckDBPyConnection, dataset_name: str, source: FileSource, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A file still unreadable after the task's retries: quarantined for tonight, not registered (so the
     next run reads it again)."""
     path = Path(source.path)
-    outcome = FileOutcome(dataset.name, str(path), "", "quarantined")
-    dataset.describe(source, outcome)
+    outcome = FileOutcome(dataset_name, str(path), "", "quarantined", provider=source.provider, format=source.format)
     message = f"{path.name}: I/O error after retries: {describe_error(error)} ({path})"
-    return _quarantine_whole_file(con, dataset, outcome, message, ingested_at, None)
-
-
-
-def stage_jobs(
-    con: duckdb.DuckDBPyConnection,
-    dataset: Dataset,
-    sources: list[FileSource],
-    ingested_at: datetime,
-    workdir: Path,
-    reference: dict[str, Path],
-    memory_limit: str,
-) -> list[StageJob]:
-    """One StageJob per file, with the hashes already registered (a re-run stages nothing it would skip)."""
-    known = frozenset(sha for (sha,) in execute(con, "ingest/registered_hashes", {"dataset": dataset.name}).fetchall())
-    parameters = dataset.validation_parameters()
-    return [
-        StageJob(dataset, source, ingested_at, workdir, known, parameters, memory_limit, reference)
-        for source in sources
-    ]
+    return _quarantine_whole_file(con, dataset_name, outcome, message, ingested_at, None)

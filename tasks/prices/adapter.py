@@ -1,6 +1,9 @@
-"""What a price-list adapter returns, and the helpers adapters share. An adapter is a function
-`(path, AdapterContext) -> AdapterResult` in its provider's module (tasks/providers/), registered under its
-format name.
+"""The one adapter contract of price lists, and the helpers adapters share. A format's adapter is a `Reader`,
+`(connection, path, AdapterContext) -> AdapterResult`, in its provider's module (tasks/providers/), registered
+under its format name: either DuckDB reads the file into `staging_file_records` (the result's `records` is None;
+big formats: SkyPilot catalogs, AWS offer files), or Python reads it and returns the records as a frame of
+ADAPTER_SCHEMA (Arrow-backed; the ingest stages it). One output schema either way. A Python adapter is written
+as `(path, AdapterContext) -> AdapterResult` and registered as `frame_reader(parse)`.
 
 Which adapter reads a file is said by configuration (config/sources.toml) or by the CLI's
 `--provider/--format`, never guessed from content.
@@ -126,7 +129,7 @@ def reference_table(file_name: str, folder: Path) -> pl.DataFrame:
 
 @dataclass
 class AdapterResult:
-    records: pl.DataFrame  # ADAPTER_SCHEMA columns
+    records: pl.DataFrame | None  # ADAPTER_SCHEMA columns; None: read by DuckDB into staging_file_records
     skipped_by_reason: dict[str, int] = field(default_factory=dict)  # out of scope, by design
     notes: list[str] = field(default_factory=list)  # things a person should hear about
 
@@ -141,9 +144,20 @@ class AdapterContext:
     options: dict[str, Any] = field(default_factory=dict)  # per-source options from config/sources.toml
 
 
+# A format's adapter (see the module docstring).
+Reader = Callable[[duckdb.DuckDBPyConnection, Path, AdapterContext], AdapterResult]
+# An adapter that reads in Python and returns its records as a frame (registered as `frame_reader(parse)`).
 Adapter = Callable[[Path, AdapterContext], AdapterResult]
-# Reads the file with DuckDB into staging_file_records; None = not this variant, the frame adapter reads it.
-DuckdbReader = Callable[[duckdb.DuckDBPyConnection, Path, AdapterContext], "AdapterResult | None"]
+
+
+@dataclass(frozen=True)
+class frame_reader:
+    """The Reader of an adapter that reads in Python (the connection unused)."""
+
+    parse: Adapter
+
+    def __call__(self, con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult:
+        return self.parse(path, context)
 
 
 def empty_records() -> pl.DataFrame:

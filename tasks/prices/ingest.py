@@ -1,6 +1,7 @@
-"""Price lists through the one ingest lifecycle (tasks/ingest/lifecycle.py): what prices supply is the
+"""Price lists through the one ingest lifecycle (tasks/ingest/lifecycle.py): the `prices` Dataset is the
 adapter that reads a format, the normalisation SQL (sql/prices/normalise.sql), the price move against
-history (sql/prices/price_move_factor.sql), the `prices` suite and the store SQL.
+history and the plausibility (sql/prices/price_move_factor.sql, plausibility.sql), the `prices` suite and the
+store SQL.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import duckdb
 import polars as pl
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.lifecycle import Dataset, FileContext, FileError, Staged, describe_error, ingest_file
+from tasks.ingest.lifecycle import Dataset, FileContext, FileError, Staged, ingest_file
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome
 from tasks.ingest.source import FileSource
@@ -39,30 +40,43 @@ def read_overrides(reference_dir: Path) -> pl.DataFrame:
     )
 
 
-class PriceDataset(Dataset):
-    name = "prices"
-    suite = "prices"
-    # the price move and the plausibility (sql/prices/plausibility.sql) are measured against the observations
-    # stored so far: the writer's part
-    history_columns = frozenset({"previous_usd_per_hour", "price_move_factor", "gpu_price_factor", "vs_class_floor",
-                                 "vs_class_ceiling"})
+DATASET = "prices"
+# the price move and the plausibility (sql/prices/plausibility.sql) are measured against the observations stored
+# so far: the writer's part, in the file's transaction
+HISTORY = ("prices/price_move_factor", "prices/plausibility", "prices/checked_rows")
+HISTORY_COLUMNS = frozenset({"previous_usd_per_hour", "price_move_factor", "gpu_price_factor", "vs_class_floor",
+                             "vs_class_ceiling"})
+
+
+def price_dataset(
+    aliases: pl.DataFrame, validation: PriceValidation, reference_dir: Path, overrides: pl.DataFrame | None = None,
+) -> Dataset:
+    """The `prices` dataset: `validation` is config/settings.toml [validation.prices], `reference_dir` the
+    adapters' lookup tables (config/settings.toml [reference] folder; a worker staging the file reads no
+    configuration)."""
+    prices = PriceLists(aliases, validation, reference_dir, overrides)
+    return Dataset(
+        name=DATASET, suite="prices",
+        parameters={k: v for k, v in validation.model_dump().items() if k.startswith(("max_", "min_"))},
+        stage=prices.read_and_stage, failures="prices/combine_failures", store=prices.store,
+        notes=prices.rejection_notes, read_error="cannot read as {format}: {name}: {error}",
+        history=HISTORY, history_columns=HISTORY_COLUMNS,
+        history_tables={"price_gpu_classes": gpu_class_bounds(validation).to_arrow()},
+    )
+
+
+class PriceLists:
+    """What reading, normalising and storing a price list needs: the GPU aliases, the instance overrides, the
+    thresholds and the adapters' lookup tables."""
 
     def __init__(
         self, aliases: pl.DataFrame, validation: PriceValidation, reference_dir: Path,
         overrides: pl.DataFrame | None = None,
     ) -> None:
         self.aliases = aliases.select("alias", "gpu")
-        self.validation = validation  # config/settings.toml [validation.prices]
-        # the adapters' lookup tables (config/settings.toml [reference] folder): a worker staging the file reads
-        # no configuration
+        self.validation = validation
         self.reference_dir = reference_dir
         self.overrides = read_overrides(self.reference_dir) if overrides is None else overrides
-
-    def describe(self, source: FileSource, outcome: FileOutcome) -> None:
-        outcome.provider, outcome.format = source.provider, source.format
-
-    def validation_parameters(self) -> dict[str, Any]:
-        return {k: v for k, v in self.validation.model_dump().items() if k.startswith(("max_", "min_"))}
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         source, path = file.source, Path(file.source.path)
@@ -73,38 +87,24 @@ class PriceDataset(Dataset):
             validation=self.validation,
             reference_dir=self.reference_dir,
         )
-        reader = registry.duckdb_reader(str(source.format))
-        result = reader(con, path, context) if reader else None
-        if result is None:  # an adapter that returns its records as a frame
-            result = registry.adapter(str(source.format))(path, context)
-            records = conform(result.records).with_row_index(ROW_KEY)
-            with registered(con, "adapter_records", records.to_arrow()):
-                execute(con, "prices/stage_adapter_records")
+        try:
+            result = registry.reader(str(source.format))(con, path, context)
+            if result.records is not None:  # read in Python: the records are staged here
+                records = conform(result.records).with_row_index(ROW_KEY)
+                with registered(con, "adapter_records", records.to_arrow()):
+                    execute(con, "prices/stage_adapter_records")
+        except AdapterError as error:  # the adapter names the file's problem
+            raise FileError(f"cannot read as {source.format}: {error}") from error
         execute(con, "prices/file_records_view")
         stage_records(con, self.aliases, self.overrides, file)
-        rows_read = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
+        # one normalised row per record (the aliases are unique: tasks/reference.py::read_aliases): counting the
+        # staged table does not compute the records a second time (a view for DuckDB's readers)
+        rows_read: int = query(con, "prices/count_staged_rows").fetchall()[0][0]
         skipped = dict(result.skipped_by_reason)
         duplicates = collapse_duplicates(con)
         if duplicates:
             skipped[IDENTICAL_DUPLICATE] = duplicates
         return Staged(rows_read=rows_read, skipped_by_reason=skipped, notes=list(result.notes))
-
-    def stage_against_warehouse(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> None:
-        """The previous observation of each offer and the price move (sql/prices/price_move_factor.sql), and how
-        plausible each price is against its GPU's median and class bounds, and its date
-        (sql/prices/plausibility.sql)."""
-        execute(con, "prices/price_move_factor")
-        with registered(con, "price_gpu_classes", gpu_class_bounds(self.validation).to_arrow()):
-            execute(con, "prices/plausibility")
-        execute(con, "prices/checked_rows")
-
-    def file_error(self, file: FileContext, error: BaseException) -> str:
-        path = Path(file.source.path)
-        message = str(error) if isinstance(error, AdapterError) else f"{path.name}: {describe_error(error)}"
-        return f"cannot read as {file.source.format}: {message}"
-
-    def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
-        execute(con, "prices/combine_failures")
 
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         unknown = [name for (name,) in query(con, "prices/unknown_gpu_names").fetchall()]
@@ -149,7 +149,7 @@ def stage_records(
     con: duckdb.DuckDBPyConnection, aliases: pl.DataFrame, overrides: pl.DataFrame, file: FileContext
 ) -> None:
     """Adapter records (`file_records`) -> staging_file_rows, normalised (SQL); the file alone decides them
-    (the price move against stored history is added by `PriceDataset.stage_against_warehouse`)."""
+    (the price move against stored history is added by the writer: `HISTORY`)."""
     with (
         registered(con, "price_aliases", aliases.to_arrow()),
         registered(con, "instance_overrides", overrides.to_arrow()),
@@ -196,14 +196,11 @@ def ingest_price_file(
     limits: IngestLimits,
 ) -> FileOutcome:
     """One price file through the lifecycle (the public entry point for one file)."""
-    return ingest_file(con, PriceDataset(aliases, validation, reference_dir), source, ingested_at, limits)
+    return ingest_file(con, price_dataset(aliases, validation, reference_dir), source, ingested_at, limits)
 
 
 def quarantine_unreadable(
     con: duckdb.DuckDBPyConnection, source: FileSource, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A price file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
-    # nothing is read or validated: the file is only quarantined
-    dataset = PriceDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), PriceValidation(), Path(),
-                           overrides=pl.DataFrame())
-    return _quarantine_unreadable(con, dataset, source, error, ingested_at)
+    return _quarantine_unreadable(con, DATASET, source, error, ingested_at)

@@ -50,7 +50,6 @@ from tasks.prices.adapter import (
     AdapterError,
     AdapterResult,
     conform,
-    empty_records,
     read_json,
     reference_file,
 )
@@ -191,7 +190,7 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
         "provider": context.provider, "published_at": published, "max_storage_usd_per_gb_month": max_storage,
     })
     skipped = dict(query(con, "prices/aws_offer_skips").fetchall())
-    return AdapterResult(records=empty_records(), skipped_by_reason=skipped)
+    return AdapterResult(records=None, skipped_by_reason=skipped)
 
 
 def _first_line(error: BaseException) -> str:
@@ -268,5 +267,4 @@ def fetch_aws(ctx: FetchContext, result: ProviderResult) -> None:
             result.files.append(FetchedFile(got.saved, "aws", "aws-offer"))
 
 
-PROVIDER = Provider("aws", formats={"aws-offer": parse},
-                    duckdb_readers={"aws-offer": read_into_duckdb}, fetch=fetch_aws, config=AwsConfig)
+PROVIDER = Provider("aws", formats={"aws-offer": read_into_duckdb}, fetch=fetch_aws, config=AwsConfig)

@@ -30,6 +30,7 @@ from tasks.prices.adapter import (
     AdapterError,
     AdapterResult,
     conform,
+    frame_reader,
     read_csv_text,
     read_json,
     reference_table,
@@ -210,4 +211,4 @@ def _spot_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-PROVIDER = Provider("aws-spot", formats={"aws-spot": parse}, fetch=fetch_aws_spot, config=AwsSpotConfig)
+PROVIDER = Provider("aws-spot", formats={"aws-spot": frame_reader(parse)}, fetch=fetch_aws_spot, config=AwsSpotConfig)

@@ -39,6 +39,7 @@ from tasks.prices.adapter import (
     AdapterResult,
     classify,
     conform,
+    frame_reader,
     read_csv_text,
     read_json,
     reference_table,
@@ -202,4 +203,4 @@ def fetch_azure(ctx: FetchContext, result: ProviderResult) -> None:
         url, params = link, None
 
 
-PROVIDER = Provider("azure", formats={"azure-retail": parse}, fetch=fetch_azure, config=AzureConfig)
+PROVIDER = Provider("azure", formats={"azure-retail": frame_reader(parse)}, fetch=fetch_azure, config=AzureConfig)

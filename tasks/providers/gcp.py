@@ -43,7 +43,15 @@ from pydantic import Field
 
 from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult, json_field
 from tasks.fetch.http import Download, FetchError, write_atomically
-from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_json, reference_table
+from tasks.prices.adapter import (
+    AdapterContext,
+    AdapterError,
+    AdapterResult,
+    conform,
+    frame_reader,
+    read_json,
+    reference_table,
+)
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -291,4 +299,4 @@ def json_list_of(pages: list[Path]) -> Iterator[bytes]:
     yield b"]"
 
 
-PROVIDER = Provider("gcp", formats={"gcp-billing": parse}, fetch=fetch_gcp, config=GcpConfig)
+PROVIDER = Provider("gcp", formats={"gcp-billing": frame_reader(parse)}, fetch=fetch_gcp, config=GcpConfig)

@@ -24,7 +24,15 @@ from typing import Any
 import polars as pl
 
 from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
-from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, empty_records, read_json
+from tasks.prices.adapter import (
+    AdapterContext,
+    AdapterError,
+    AdapterResult,
+    conform,
+    empty_records,
+    frame_reader,
+    read_json,
+)
 from tasks.prices.numbers import comma_value_reason
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
@@ -112,4 +120,4 @@ def fetch_lambda(ctx: FetchContext, result: ProviderResult) -> None:
     result.files.append(FetchedFile(got.saved, "lambda", "lambda-api", {"regions": cfg.regions}))
 
 
-PROVIDER = Provider("lambda", formats={"lambda-api": parse}, fetch=fetch_lambda, config=LambdaConfig)
+PROVIDER = Provider("lambda", formats={"lambda-api": frame_reader(parse)}, fetch=fetch_lambda, config=LambdaConfig)

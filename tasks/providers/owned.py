@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapter import AdapterContext, AdapterResult, conform, read_csv_text, require_columns
+from tasks.prices.adapter import AdapterContext, AdapterResult, conform, frame_reader, read_csv_text, require_columns
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 
@@ -75,4 +75,4 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     return AdapterResult(records=conform(records))
 
 
-PROVIDER = Provider("owned", formats={"owned": parse})
+PROVIDER = Provider("owned", formats={"owned": frame_reader(parse)})

@@ -19,7 +19,15 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_csv_text, reference_table
+from tasks.prices.adapter import (
+    AdapterContext,
+    AdapterError,
+    AdapterResult,
+    conform,
+    frame_reader,
+    read_csv_text,
+    reference_table,
+)
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 
@@ -111,4 +119,4 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
     )
 
 
-PROVIDER = Provider("price-history", formats={"price-history": parse})
+PROVIDER = Provider("price-history", formats={"price-history": frame_reader(parse)})

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tasks.fetch.context import Fetcher
-from tasks.prices.adapter import Adapter, DuckdbReader
+from tasks.prices.adapter import Reader
 from tasks.settings import Strict
 
 
@@ -18,9 +18,7 @@ class Provider:
     GPUCOST_FETCH_<NAME>_URL call it; `formats` what config/sources.toml and `--format` call its adapters."""
 
     name: str
-    formats: Mapping[str, Adapter]
-    # Formats whose adapter reads a big file with DuckDB straight into staging (tasks/prices/ingest.py)
-    duckdb_readers: Mapping[str, DuckdbReader] = field(default_factory=dict)
+    formats: Mapping[str, Reader]  # the adapter of each format (tasks/prices/adapter.py: the one contract)
     fetch: Fetcher | None = None  # None: a format read from files only (no API to download from)
     # config/fetch.toml [name]; needs a `url` field (GPUCOST_FETCH_<NAME>_URL replaces it)
     config: type[Strict] | None = None

@@ -5,7 +5,7 @@ config/sources.toml and `gpucost ingest prices --format`."""
 
 from __future__ import annotations
 
-from tasks.prices.adapter import Adapter, DuckdbReader
+from tasks.prices.adapter import Reader
 from tasks.providers import aws, aws_spot, azure, gcp, lambda_cloud, owned, price_history, skypilot
 from tasks.providers.provider import Provider
 
@@ -36,10 +36,6 @@ def formats() -> list[str]:
     return [fmt for p in PROVIDERS for fmt in p.formats]
 
 
-def adapter(fmt: str) -> Adapter:
+def reader(fmt: str) -> Reader:
+    """The adapter of a format (tasks/prices/adapter.py)."""
     return next(p.formats[fmt] for p in PROVIDERS if fmt in p.formats)
-
-
-def duckdb_reader(fmt: str) -> DuckdbReader | None:
-    """The DuckDB reader of a format whose files can be big, or None (its adapter returns a frame)."""
-    return next((p.duckdb_readers[fmt] for p in PROVIDERS if fmt in p.duckdb_readers), None)

@@ -29,7 +29,6 @@ from tasks.prices.adapter import (
     AdapterError,
     AdapterResult,
     conform,
-    empty_records,
     read_csv_text,
     reference_table,
     require_columns,
@@ -235,8 +234,13 @@ def read_into_duckdb(con: duckdb.DuckDBPyConnection, path: Path, context: Adapte
     offers = con.table("staging_file_records").aggregate("count(*)").fetchall()[0][0]
     if offers == 0 and rows > 0:
         raise AdapterError(f"{path.name}: no GPU offers found in {rows} rows")
-    return AdapterResult(records=empty_records(), skipped_by_reason=(
+    return AdapterResult(records=None, skipped_by_reason=(
         {"no GPU (CPU-only instance)": cpu_only} if cpu_only else {}))
+
+
+def read(con: duckdb.DuckDBPyConnection, path: Path, context: AdapterContext) -> AdapterResult:
+    """The adapter: DuckDB reads the catalog (`read_into_duckdb`), or `parse` one with GCP accelerator-only rows."""
+    return read_into_duckdb(con, path, context) or parse(path, context)
 
 
 class SkypilotConfig(Strict):
@@ -261,5 +265,4 @@ def fetch_skypilot(ctx: FetchContext, result: ProviderResult) -> None:
             result.files.append(FetchedFile(got.saved, cloud, "skypilot"))
 
 
-PROVIDER = Provider("skypilot", formats={"skypilot": parse},
-                    duckdb_readers={"skypilot": read_into_duckdb}, fetch=fetch_skypilot, config=SkypilotConfig)
+PROVIDER = Provider("skypilot", formats={"skypilot": read}, fetch=fetch_skypilot, config=SkypilotConfig)

@@ -1,4 +1,4 @@
-"""Telemetry through the one ingest lifecycle (tasks/ingest/lifecycle.py): what telemetry supplies is the
+"""Telemetry through the one ingest lifecycle (tasks/ingest/lifecycle.py): the `telemetry` Dataset is the
 reader (CSV, JSON Lines, Parquet), the normalisation to the contract, the staging SQL (GPU peaks and the
 checked columns: sql/telemetry/stage_runs.sql), the `telemetry` suite, the rule for duplicate run_ids in
 one file, and the store SQL (one current record per run_id, older records kept in history).
@@ -6,9 +6,6 @@ one file, and the store SQL (one current record per run_id, older records kept i
 
 from __future__ import annotations
 
-import tempfile
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,24 +15,23 @@ import polars as pl
 import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import land_bytes
 from tasks.ingest.lifecycle import (
     Dataset,
     FileContext,
     FileError,
     Staged,
+    Unit,
+    apply,
     describe_error,
     ingest_file,
-    ingest_unit,
 )
 from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadable
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
-from tasks.landing_zone import landing_dir
 from tasks.telemetry.config import TelemetryValidation
-from tasks.telemetry.contract import INPUT_KINDS, LATE_OPTIONAL_COLUMNS, NORMALISED_COLUMNS
-from tasks.telemetry.normalise import normalise_runs, unknown_spellings
+from tasks.telemetry.contract import INPUT_KINDS
+from tasks.telemetry.normalise import canonical_gpus, look_up_spellings, unknown_spellings
 from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
@@ -47,10 +43,9 @@ from tasks.telemetry.readers import (
 from tasks.warehouse import execute, query, registered
 
 DATASET = "telemetry"
-# Records normalised at a time (polars, in memory): bounds memory whatever the file size.
-CHUNK_ROWS = 25_000
-# Chunks normalised at once (polars works on a 25,000-row chunk mostly on one core; two chunks use two).
-NORMALISE_THREADS = 2
+# The contract's columns, as an empty table of text: read by name beside the records, it gives the normalisation
+# every column (null where the file has none; sql/telemetry/contract_cells.sql).
+CONTRACT_COLUMNS = pa.table({name: pa.array([], pa.string()) for name in INPUT_KINDS})
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
 
 
@@ -60,24 +55,32 @@ def as_arrow(frame: pl.DataFrame) -> pa.Table:
     return frame.to_arrow(compat_level=pl.CompatLevel.newest())
 
 
-def record_text(normalised: pl.DataFrame) -> pl.Series:
-    """A run's normalised contract values as one text; its SHA-256 (sql/telemetry/stage_runs.sql) is the
-    record's hash: equal hashes = the same record, whatever the file format.
+def telemetry_dataset(
+    aliases: pl.DataFrame,
+    vocabulary: dict[str, dict[str, Any]],
+    validation: TelemetryValidation,
+    records: pl.DataFrame | None = None,
+) -> Dataset:
+    """The `telemetry` dataset: `vocabulary` and `validation` from config/telemetry.toml; `records`: rows a
+    reader already produced (e.g. an MLflow run), read instead of a file."""
+    runs = TelemetryRuns(aliases, vocabulary, validation, records)
+    return Dataset(name=DATASET, suite="telemetry", parameters=validation.model_dump(), stage=runs.read_and_stage,
+                   failures="telemetry/combine_failures", store=runs.store, notes=runs.rejection_notes,
+                   read_error="unreadable file: {error}")
 
-    The text is each value as polars writes it, joined by U+001F, null as U+0000 (DuckDB's sha256 of it gives
-    the same hex digest as hashlib over the UTF-8 text)."""
-    base = [pl.col(c).cast(pl.String).fill_null("\x00") for c in NORMALISED_COLUMNS if c not in LATE_OPTIONAL_COLUMNS]
-    # a late optional column adds "\x1fname=value" only where given (older records keep their hash)
-    late = [pl.when(pl.col(c).is_null()).then(pl.lit("")).otherwise(pl.lit(f"\x1f{c}=") + pl.col(c).cast(pl.String))
-            for c in LATE_OPTIONAL_COLUMNS]
-    return normalised.select(
-        pl.concat_str([pl.concat_str(base, separator="\x1f"), *late]).alias("record_text")
-    ).to_series()
+
+def telemetry_source(path: Path) -> FileSource:
+    """A telemetry file to ingest, with its format (csv, jsonl, parquet; None when the name says none: reading
+    says why)."""
+    try:
+        return FileSource(Path(path), format=file_format(Path(path)))
+    except TelemetryFileError:
+        return FileSource(Path(path))
 
 
-class TelemetryDataset(Dataset):
-    name = "telemetry"
-    suite = "telemetry"
+class TelemetryRuns:
+    """What reading, normalising and storing telemetry needs: the GPU aliases, the vocabulary of spellings, the
+    thresholds, and the records when a reader already produced them."""
 
     def __init__(
         self,
@@ -90,15 +93,6 @@ class TelemetryDataset(Dataset):
         self.validation = validation  # config/telemetry.toml [validation]
         self.vocabulary = vocabulary
         self.records = records  # rows a reader already produced (e.g. MLflow runs): no file to read
-
-    def describe(self, source: FileSource, outcome: FileOutcome) -> None:
-        try:
-            outcome.format = file_format(Path(source.path))
-        except TelemetryFileError:
-            outcome.format = None  # reading says why (quarantined whole)
-
-    def validation_parameters(self) -> dict[str, Any]:
-        return self.validation.model_dump()
 
     def read_and_stage(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> Staged:
         path = Path(file.source.path)
@@ -118,22 +112,38 @@ class TelemetryDataset(Dataset):
                 del records
         except TelemetryFileError as error:
             raise FileError(error.args[0]) from error
-        spill = Path(query(con, "publish/duckdb_limits").fetchall()[0][1] or tempfile.gettempdir())
-        spill.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="normalised-", dir=spill) as folder:
-            try:
-                rows = self._normalise_in_chunks(con, Path(folder))
-            except Exception as error:  # a value nothing expected: this file is quarantined
-                if is_transient(error):
-                    raise
-                raise FileError(f"cannot normalise: {describe_error(error)}") from error
-            execute(con, "telemetry/duplicate_runs")
-            execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
-            execute(con, "telemetry/drop_normalised_runs")
+        try:
+            rows = self._normalise(con, file)
+        except Exception as error:  # a value nothing expected: this file is quarantined
+            if is_transient(error):
+                raise
+            raise FileError(f"cannot normalise: {describe_error(error)}") from error
         identical = query(con, "telemetry/count_identical_duplicates").fetchall()[0][0]
         execute(con, "telemetry/drop_staged_records")
         skipped = {IDENTICAL_DUPLICATE: identical} if identical else {}
         return Staged(rows_read=rows, skipped_by_reason=skipped)
+
+    def _normalise(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> int:
+        """staging_file_records -> staging_file_rows in SQL (sql/telemetry/normalise_runs.sql, stage_runs.sql, then
+        duplicate_runs.sql), the rows stored once; the few texts SQL does not read itself (spellings, numbers and
+        timestamps not in plain form) are looked up by tasks/telemetry/normalise.py once per distinct text.
+        Returns the records read."""
+        execute(con, "telemetry/normalise_macros")
+        with (
+            registered(con, "telemetry_contract_columns", CONTRACT_COLUMNS),
+            registered(con, "telemetry_gpu_lookup", as_arrow(canonical_gpus(self.aliases))),
+        ):
+            execute(con, "telemetry/contract_cells")
+            counted = query(con, "telemetry/spellings_to_look_up")
+            found = dict(zip(counted.columns, counted.fetchall()[0], strict=True))
+            rows: int = found.pop("records")
+            spellings = look_up_spellings(found, self.vocabulary)
+            with registered(con, "telemetry_spellings", as_arrow(spellings)):
+                execute(con, "telemetry/normalise_runs")
+                execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
+                execute(con, "telemetry/drop_normalised_runs")
+        execute(con, "telemetry/duplicate_runs")
+        return rows
 
     @staticmethod
     def _read_with_duckdb(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
@@ -149,52 +159,6 @@ class TelemetryDataset(Dataset):
         except TelemetryFileError as fault:
             raise fault from None  # the file's own fault, whatever DuckDB ran short of on the way
         raise failed
-
-    def _normalise_in_chunks(self, con: duckdb.DuckDBPyConnection, folder: Path) -> int:
-        """staging_file_records -> the view staging_normalised_runs (contract values, record text, source
-        line), CHUNK_ROWS records at a time so that memory does not grow with the file. Returns the records read.
-
-        Each normalised chunk is handed back as a Parquet file in `folder` (in the ingest's spill folder) and the
-        view reads them all: appending chunk after chunk to a table inside the file's transaction grew the
-        process by about 1 KB per row outside DuckDB's memory cap (10^6 rows: 2 GB)."""
-        rows, files = 0, list[str]()
-        pending: deque[Future[str]] = deque()
-        # one streamed query, read in batches of at most CHUNK_ROWS while NORMALISE_THREADS threads normalise the
-        # batches already read (at most that many in flight: memory stays bounded); the result is closed whatever
-        # happens (an open result refuses every other statement on `con`, the rollback included)
-        with ThreadPoolExecutor(NORMALISE_THREADS, thread_name_prefix="normalise") as pool, \
-                query(con, "telemetry/record_chunks").to_arrow_reader(CHUNK_ROWS) as batches:
-            try:
-                for batch in batches:
-                    rows += batch.num_rows
-                    path = folder / f"chunk-{len(files) + len(pending):06d}.parquet"
-                    pending.append(pool.submit(self._write_normalised, pa.Table.from_batches([batch]), path))
-                    while len(pending) >= NORMALISE_THREADS or (pending and pending[0].done()):
-                        files.append(pending.popleft().result())
-                while pending:
-                    files.append(pending.popleft().result())
-            finally:
-                for future in pending:
-                    future.cancel()
-            if not files:  # no records: an empty chunk gives the view its columns
-                files.append(self._write_normalised(batches.schema.empty_table(), folder / "chunk-000000.parquet"))
-        con.read_parquet(files).create_view("staging_normalised_runs", replace=True)
-        return rows
-
-    def _write_normalised(self, records: pa.Table, path: Path) -> str:
-        """One chunk of records normalised (polars) and written to `path` as Parquet; returns the path."""
-        chunk = pl.DataFrame(pl.from_arrow(records))
-        contract = [c for c in chunk.columns if c in INPUT_KINDS]
-        normalised = normalise_runs(chunk.select(ROW_KEY, *contract), self.aliases, self.vocabulary)
-        normalised = normalised.with_columns(record_text(normalised), source_line=chunk["source_line"])
-        normalised.write_parquet(path, compression="lz4")
-        return str(path)
-
-    def file_error(self, file: FileContext, error: BaseException) -> str:
-        return f"unreadable file: {describe_error(error)}"
-
-    def combine_failures(self, con: duckdb.DuckDBPyConnection) -> None:
-        execute(con, "telemetry/combine_failures")
 
     def rejection_notes(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         notes = []
@@ -241,8 +205,8 @@ def ingest_telemetry_file(
     limits: IngestLimits,
 ) -> FileOutcome:
     """One telemetry file through the lifecycle (the public entry point for one file)."""
-    dataset = TelemetryDataset(aliases, vocabulary, validation)
-    return ingest_file(con, dataset, FileSource(Path(path)), ingested_at, limits)
+    dataset = telemetry_dataset(aliases, vocabulary, validation)
+    return ingest_file(con, dataset, telemetry_source(path), ingested_at, limits)
 
 
 def ingest_telemetry_records(
@@ -258,21 +222,18 @@ def ingest_telemetry_records(
     limits: IngestLimits,
 ) -> FileOutcome:
     """Records a reader already produced (contract columns as text + SOURCE_LINE + RAW_VALUES; e.g. MLflow runs,
-    tasks/telemetry/mlflow_ingest.py) through the same lifecycle, registered under `outcome` (its source_file
-    and content_sha256 name the unit)."""
-    dataset = TelemetryDataset(aliases, vocabulary, validation, records)
-    folder = landing_dir(con)
-    if folder is not None:  # the unit's records as read, one JSON object a line (source_line = line number)
-        text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
-        outcome.landed_path = land_bytes(text.encode(), folder, outcome.content_sha256, ".jsonl").landed_path
-    file = FileContext(FileSource(Path(outcome.source_file)), outcome.content_sha256, ingested_at)
-    return ingest_unit(con, dataset, file, outcome, size_bytes, limits)
+    tasks/telemetry/mlflow_ingest.py) through the same lifecycle, as the unit `outcome` names (its source_file,
+    content_sha256 and format); returns the unit's outcome."""
+    dataset = telemetry_dataset(aliases, vocabulary, validation, records)
+    # the unit's records as read, one JSON object a line (source_line = line number): what lands
+    text = "\n".join(records.sort(SOURCE_LINE)[RAW_VALUES].fill_null("null").to_list()) + "\n"
+    unit = Unit(FileSource(Path(outcome.source_file), format=outcome.format), outcome.content_sha256, size_bytes,
+                content=text.encode())
+    return apply(con, dataset, unit, ingested_at, limits)
 
 
 def quarantine_unreadable(
     con: duckdb.DuckDBPyConnection, path: Path, error: BaseException, ingested_at: datetime
 ) -> FileOutcome:
     """A telemetry file still unreadable after the task's retries (see tasks.ingest.lifecycle)."""
-    # nothing is read or validated: the file is only quarantined
-    dataset = TelemetryDataset(pl.DataFrame(schema={"alias": pl.String, "gpu": pl.String}), {}, TelemetryValidation())
-    return _quarantine_unreadable(con, dataset, FileSource(Path(path)), error, ingested_at)
+    return _quarantine_unreadable(con, DATASET, telemetry_source(path), error, ingested_at)

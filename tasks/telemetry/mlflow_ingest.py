@@ -123,8 +123,8 @@ def ingest_mlflow_source(
             _quarantine_run(con, record, outcome, ingested_at)
         else:
             frame = records_frame([record])
-            ingest_telemetry_records(con, frame, outcome, 0, aliases, ingested_at, vocabulary=vocabulary,
-                                     validation=validation, limits=limits)
+            outcome = ingest_telemetry_records(con, frame, outcome, 0, aliases, ingested_at, vocabulary=vocabulary,
+                                               validation=validation, limits=limits)
             outcome.notes.append(
                 f"tokens/s per GPU = median of {record.throughput_points} points; "
                 + (f"avg_power_w from {record.power_samples} GPU power samples"

@@ -120,7 +120,7 @@ def _parse(text: pl.Series, kind: str, vocabulary: dict[str, dict[str, Any]]) ->
     raise ValueError(f"unknown column kind {kind!r}")
 
 
-def _canonical_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
+def canonical_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
     """The alias table plus every canonical id as its own alias (a run may name the GPU by its id)."""
     identity = aliases.select(pl.col("gpu").alias("alias"), "gpu").unique()
     identity = identity.join(aliases.select("alias"), on="alias", how="anti")
@@ -149,7 +149,7 @@ def normalise_runs(
                 named = named.scatter(index, [f"{column}={t!r}" for t in text.gather(index).to_list()])
             unparsed.append(named)
 
-    lookup = _canonical_gpus(aliases)
+    lookup = canonical_gpus(aliases)
     gpu_names = parsed["gpu"]
     gpu = pl.DataFrame({"alias": gpu_names}).join(lookup, on="alias", how="left", maintain_order="left")["gpu"]
 
@@ -193,6 +193,45 @@ def normalise_runs(
     ).with_columns(pl.col("unparsed_fields").replace("", None))
     passthrough = frame.drop([c for c in frame.columns if c in INPUT_KINDS or c in normalised.columns])
     return pl.concat([passthrough, normalised], how="horizontal")
+
+
+# What the ingest's SQL normalisation (sql/telemetry/normalise_runs.sql) looks up, per column and distinct cell.
+SPELLINGS_SCHEMA: dict[str, pl.DataType] = {
+    "column_name": pl.String(), "text": pl.String(), "trimmed": pl.String(), "number": pl.Float64(),
+    "whole": pl.Int64(), "moment": pl.Datetime("us", "UTC"), "word": pl.String(), "recipe": pl.String(),
+    "unparsed": pl.String(),
+}
+_TARGET = {"float": "number", "int": "whole", "timestamp": "moment", "checkpointing": "word"}
+
+
+def look_up_spellings(found: dict[str, list[str] | None], vocabulary: dict[str, dict[str, Any]]) -> pl.DataFrame:
+    """What `normalise_runs` makes of the cells the SQL normalisation does not read itself
+    (sql/telemetry/spellings_to_look_up.sql: each column's distinct cells as read), SPELLINGS_SCHEMA: one row per
+    column and cell, with the cell trimmed (`trimmed`; null when blank), its contract value (`number`, `whole`,
+    `moment` or `word`, and a precision's `recipe`) and what `unparsed_fields` says of a cell that cannot be read.
+    The same code as `normalise_runs`, so that both engines read every cell alike."""
+    frames = [pl.DataFrame(schema=SPELLINGS_SCHEMA)]
+    for column, cells in found.items():
+        if not cells:
+            continue
+        kind = INPUT_KINDS[column]
+        text = _text(pl.DataFrame({column: cells}, schema={column: pl.String}), column)
+        values: dict[str, Any] = {"column_name": column, "text": cells, "trimmed": text}
+        if kind == "precision":
+            pairs = [None if t is None else precision_of(t, vocabulary) for t in text.to_list()]
+            values["word"] = [p[0] if p else None for p in pairs]
+            values["recipe"] = [p[1] if p else None for p in pairs]
+        elif kind == "workload":
+            values["word"] = _lookup(text, vocabulary["workload"], pl.String())
+        else:
+            parsed = _parse(text, kind, vocabulary)
+            values[_TARGET[kind]] = parsed
+            values["unparsed"] = [f"{column}={t!r}" if t is not None and v is None else None
+                                  for t, v in zip(text.to_list(), parsed.to_list(), strict=True)]
+        frame = pl.DataFrame(values).with_columns(
+            *[pl.lit(None, dtype).alias(name) for name, dtype in SPELLINGS_SCHEMA.items() if name not in values])
+        frames.append(frame.select(list(SPELLINGS_SCHEMA)).cast(SPELLINGS_SCHEMA))  # type: ignore[arg-type]
+    return pl.concat(frames)
 
 
 _UNPARSED_CHECKPOINTING = re.compile(r"""activation_checkpointing=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")

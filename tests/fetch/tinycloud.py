@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
-from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, read_json
+from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, frame_reader, read_json
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -46,4 +46,5 @@ def parse(path: Path, ctx: AdapterContext) -> AdapterResult:
     )))
 
 
-PROVIDER = Provider("tinycloud", formats={"tinycloud-json": parse}, fetch=fetch_tinycloud, config=TinycloudConfig)
+PROVIDER = Provider("tinycloud", formats={"tinycloud-json": frame_reader(parse)}, fetch=fetch_tinycloud,
+                    config=TinycloudConfig)

@@ -6,7 +6,7 @@ import duckdb
 import pytest
 
 from tasks.ingest.landing import landed_lines
-from tasks.telemetry.ingest import TelemetryDataset
+from tasks.telemetry.ingest import TelemetryRuns
 from tests import configured
 from tests.telemetry.helpers import SAMPLE, ingest
 
@@ -39,19 +39,19 @@ def test_the_row_order_is_kept_again_after_a_stored_file(con) -> None:
 def test_a_store_that_fails_leaves_nothing_and_the_next_read_keeps_file_order(con, monkeypatch) -> None:
     # Fault: the store fails after writing the runs, with the row order freed. The file's transaction
     # is rolled back (nothing stored) and the order is kept again, so the retried file's lines are right.
-    real_store = TelemetryDataset.store
+    real_store = TelemetryRuns.store
 
     def failing_store(self, con, file):
         real_store(self, con, file)
         raise RuntimeError("disk full while storing")
 
-    monkeypatch.setattr(TelemetryDataset, "store", failing_store)
+    monkeypatch.setattr(TelemetryRuns, "store", failing_store)
     with pytest.raises(RuntimeError, match="disk full"):
         ingest(con, SAMPLE)
     assert _order_kept(con)
     assert con.sql("select count(*) from quarantine.rejected_rows").fetchall()[0][0] == 0
     assert con.sql("select count(*) from core.telemetry_runs").fetchall()[0][0] == 0
-    monkeypatch.setattr(TelemetryDataset, "store", real_store)
+    monkeypatch.setattr(TelemetryRuns, "store", real_store)
     assert ingest(con, SAMPLE).status == "loaded"
     assert _raw_lines(con) == (SAMPLE_RECORDS, SAMPLE_RECORDS, FIRST_LINE, LAST_LINE)
 
@@ -63,16 +63,56 @@ def test_a_worker_hands_over_a_large_catalog_within_a_small_memory_cap(tmp_path)
     from datetime import UTC, datetime
 
     from bench.generate import write_skypilot_prices
-    from tasks.ingest.lifecycle import FileSource, StageJob, stage_file
-    from tasks.prices.ingest import PriceDataset
+    from tasks.ingest.lifecycle import FileSource, StageJob, stage_unit
+    from tasks.prices.ingest import price_dataset
 
     catalog = write_skypilot_prices(tmp_path / "vms.csv", 100_000)
-    dataset = PriceDataset(configured.aliases(), configured.settings().validation.prices,
-                           configured.resources().reference)
+    dataset = price_dataset(configured.aliases(), configured.settings().validation.prices,
+                            configured.resources().reference)
     job = StageJob(dataset, FileSource(catalog, "aws", "skypilot"), datetime.now(UTC), tmp_path / "work",
-                   frozenset(), dataset.validation_parameters(), "100MB", configured.reference_files())
-    staged = stage_file(job)
+                   frozenset(), "100MB", configured.reference_files())
+    staged = stage_unit(job)
     assert staged.error is None and staged.staged is not None and staged.directory is not None
     assert staged.staged.rows_read == 190_502
     records = duckdb.read_parquet(str(staged.directory / "file_records.parquet"))
     assert records.aggregate("count(*), count(distinct _row_id)").fetchall() == [(190_502, 190_502)]
+
+
+def test_staged_on_a_worker_or_inline_a_unit_is_applied_the_same(con, tmp_path) -> None:
+    # One path: the p5 daily price history, then the SkyPilot AWS catalog (whose p5.48xlarge rows are compared with
+    # that history by the writer) and the telemetry sample, staged inline in `con`, and staged by `stage_unit` on a
+    # private DuckDB (the worker's part) then applied to a second warehouse: the same outcomes and rows.
+    from datetime import UTC, datetime
+
+    from tasks.ingest.lifecycle import apply, ingest_file, stage_jobs, stage_unit
+    from tasks.prices.ingest import PriceSource, price_dataset
+    from tasks.telemetry.ingest import telemetry_dataset, telemetry_source
+    from tasks.warehouse import connect
+    from tests.conftest import PRICE_SAMPLES
+
+    at = datetime(2026, 11, 30, 2, tzinfo=UTC)
+    history = PriceSource(PRICE_SAMPLES / "aws_p5.48xlarge_us-east-1_ondemand_daily_pricing_api.csv", "aws",
+                          "price-history", {"region": "us-east-1"})
+    catalog = PriceSource(PRICE_SAMPLES / "skypilot_v8_aws_gpu_subset.csv", "aws", "skypilot")
+    batches = [(price_dataset(configured.aliases(), configured.settings().validation.prices,
+                              configured.resources().reference), [history, catalog]),
+               (telemetry_dataset(configured.aliases(), configured.vocabulary(),
+                                  configured.telemetry_options()["validation"]),
+                [telemetry_source(SAMPLE)])]
+
+    def figures(outcomes: list, connection: duckdb.DuckDBPyConnection) -> tuple:
+        rows = tuple(connection.table(table).aggregate("count(*), sum(hash(cast(columns(*) as varchar)))").fetchall()
+                     for table in ("core.price_observations", "core.telemetry_runs", "quarantine.rejected_rows"))
+        return [(o.status, o.rows_read, o.rows_loaded, o.rows_quarantined, o.notes) for o in outcomes], rows
+
+    inline = [ingest_file(con, dataset, source, at, configured.limits()) for dataset, sources in batches
+              for source in sources]
+    worker = connect(tmp_path / "worker-staged.duckdb")
+    configured.load_tables(worker)
+    applied = []
+    for dataset, sources in batches:
+        jobs = stage_jobs(worker, dataset, sources, at, tmp_path / "work", configured.reference_files(), "200MB")
+        applied += [apply(worker, dataset, stage_unit(job), at, configured.limits()) for job in jobs]
+    assert [o.status for o in inline] == ["loaded", "loaded", "loaded"]
+    assert figures(applied, worker) == figures(inline, con)
+    worker.close()

@@ -1,5 +1,5 @@
-"""Parallel ingest: read/stage/validate away from the warehouse (tasks.ingest.lifecycle.stage_file), one writer
-applying the results in order (apply_staged), run by Prefect's ThreadPoolTaskRunner (the default, 2 threads)
+"""Parallel ingest: read/stage/validate away from the warehouse (tasks.ingest.lifecycle.stage_unit), one writer
+applying the results in order (apply), run by Prefect's ThreadPoolTaskRunner (kind = "threads", 2 threads)
 and by prefect-dask's DaskTaskRunner on a real distributed.LocalCluster (2 worker processes on loopback,
 stopped at the end).
 
@@ -102,9 +102,9 @@ class Reference:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     from tasks.features import refresh_feature_table
-    from tasks.ingest.lifecycle import FileSource, ingest_file
-    from tasks.prices.ingest import PriceDataset
-    from tasks.telemetry.ingest import TelemetryDataset
+    from tasks.ingest.lifecycle import ingest_file
+    from tasks.prices.ingest import price_dataset
+    from tasks.telemetry.ingest import telemetry_dataset, telemetry_source
     from tasks.warehouse import connect
 
     work = tmp_path_factory.mktemp("dask-ingest")
@@ -112,10 +112,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     con = connect(work / "sequential.duckdb")
     configured.load_tables(con)
     aliases = configured.aliases()
-    price_dataset = PriceDataset(aliases, configured.settings().validation.prices, configured.resources().reference)
-    telemetry_dataset = TelemetryDataset(aliases, configured.vocabulary(), config_files.telemetry().validation)
-    outcomes = [ingest_file(con, price_dataset, source, INGESTED_AT, configured.limits()) for source in prices]
-    outcomes += [ingest_file(con, telemetry_dataset, FileSource(path), INGESTED_AT, configured.limits())
+    prices_ = price_dataset(aliases, configured.settings().validation.prices, configured.resources().reference)
+    telemetry_ = telemetry_dataset(aliases, configured.vocabulary(), config_files.telemetry().validation)
+    outcomes = [ingest_file(con, prices_, source, INGESTED_AT, configured.limits()) for source in prices]
+    outcomes += [ingest_file(con, telemetry_, telemetry_source(path), INGESTED_AT, configured.limits())
                  for path in telemetry]
     refresh_feature_table(con, configured.reference())  # as the telemetry flow does
     result = Reference(prices, telemetry, summary(outcomes), table_checksums(con),
@@ -127,20 +127,21 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
     reference: Reference, tmp_path: Path
 ) -> None:
-    """No task runner: stage_file for every file first (as workers would, before anything is stored), then
-    apply_staged in order, against ingest_file one file at a time at the same ingest time: identical tables.
+    """No task runner: stage_unit for every file first (as workers would, before anything is stored), then
+    apply in order, against ingest_file (staged inline) one file at a time at the same ingest time: identical
+    tables.
     Then the same batch again: nothing staged or stored twice."""
     from tasks.features import refresh_feature_table
-    from tasks.ingest.lifecycle import FileSource, apply_staged, stage_file, stage_jobs
-    from tasks.prices.ingest import PriceDataset
-    from tasks.telemetry.ingest import TelemetryDataset
+    from tasks.ingest.lifecycle import apply, stage_jobs, stage_unit
+    from tasks.prices.ingest import price_dataset
+    from tasks.telemetry.ingest import telemetry_dataset, telemetry_source
     from tasks.warehouse import connect
 
     aliases = configured.aliases()
-    datasets = [(PriceDataset(aliases, configured.settings().validation.prices, configured.resources().reference),
+    datasets = [(price_dataset(aliases, configured.settings().validation.prices, configured.resources().reference),
                  reference.prices),
-                (TelemetryDataset(aliases, configured.vocabulary(), config_files.telemetry().validation),
-                 [FileSource(p) for p in reference.telemetry])]
+                (telemetry_dataset(aliases, configured.vocabulary(), config_files.telemetry().validation),
+                 [telemetry_source(p) for p in reference.telemetry])]
     con = connect(tmp_path / "staged.duckdb")
     configured.load_tables(con)
 
@@ -149,8 +150,8 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
         for dataset, files in datasets:
             jobs = stage_jobs(con, dataset, files, INGESTED_AT, tmp_path / "work", configured.reference_files(),
                               configured.settings().ingest.memory_limit)
-            staged = [stage_file(job) for job in jobs]  # all staged before the first is stored
-            outcomes += [apply_staged(con, dataset, s, INGESTED_AT, configured.limits()) for s in staged]
+            staged = [stage_unit(job) for job in jobs]  # all staged before the first is stored
+            outcomes += [apply(con, dataset, s, INGESTED_AT, configured.limits()) for s in staged]
         refresh_feature_table(con, configured.reference())
         return outcomes
 

@@ -108,18 +108,19 @@ def test_columns_outside_the_contract_are_kept_in_the_landed_file_and_ignored(co
 def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next_file_loads(
     con, tmp_path: Path, monkeypatch
 ) -> None:
-    """Fault injection (fake failure): normalise_runs raising something no parse rule expects."""
+    """Fault injection (fake failure): the normaliser's look-up (look_up_spellings) raising something no parse rule
+    expects."""
     import tasks.telemetry.ingest as telemetry_ingest
 
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     sample_rows(GOOD).write_csv(first)
     sample_rows(A100).write_csv(second)
-    real_normalise = telemetry_ingest.normalise_runs
+    real_look_up = telemetry_ingest.look_up_spellings
 
     def broken(*args: object, **kwargs: object) -> pl.DataFrame:
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(telemetry_ingest, "normalise_runs", broken)
+    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", broken)
     bad = ingest(con, first)
     assert (bad.status, bad.error) == ("quarantined", "cannot normalise: RuntimeError: injected fault")
     files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
@@ -131,7 +132,7 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
     assert con.sql("select status from raw.ingested_files where source_file = ?", params=[str(first)]).fetchall() == [
         ("quarantined",)
     ]
-    monkeypatch.setattr(telemetry_ingest, "normalise_runs", real_normalise)
+    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", real_look_up)
     good = ingest(con, second)
     # the one A100 run (sample line 79) loads
     assert (good.status, good.rows_loaded) == ("loaded", 1)

@@ -114,14 +114,11 @@ def test_tokens_processed_and_wall_seconds_ingest_to_tokens_per_second(con, tmp_
     assert current_runs(con)["tokens_per_sec_per_gpu"].to_list() == [pytest.approx(410.0)]
 
 
-def test_a_file_normalised_in_many_chunks_finds_duplicates_across_chunks(con, tmp_path: Path, monkeypatch) -> None:
+def test_duplicates_far_apart_in_a_file_are_found(con, tmp_path: Path) -> None:
     # The sample (336 records: 326 runs loaded, 10 quarantined) plus, at its end, an identical copy of line 2
-    # and a copy of line 3 with another throughput: in chunks of 7 records, each copy is 47 chunks away from
-    # its original. The identical copy is skipped (line 2's run stays); line 3's run has conflicting values:
-    # both of its records are quarantined -> 325 runs, 12 quarantined rows, 338 raw records.
-    import tasks.telemetry.ingest as telemetry_ingest
-
-    monkeypatch.setattr(telemetry_ingest, "CHUNK_ROWS", 7)
+    # and a copy of line 3 with another throughput, each 336 lines from its original. The identical copy is
+    # skipped (line 2's run stays); line 3's run has conflicting values: both of its records are quarantined
+    # -> 325 runs, 12 quarantined rows, 338 raw records.
     lines = SAMPLE.read_text(encoding="utf-8").splitlines()
     header = lines[0].split(",")
     third = lines[2].split(",")

@@ -1,0 +1,71 @@
+-- The rules sql/telemetry/normalise_runs.sql applies to every cell, as temporary macros on the ingest's connection
+-- (created by tasks/telemetry/ingest.py before it normalises). Each gives exactly what the polars normaliser
+-- (tasks/telemetry/normalise.py::normalise_runs, used for prediction inputs) gives for the same text: a cell
+-- outside a macro's plain form is not parsed here but by that normaliser's own code, once per distinct value
+-- (the table telemetry_spellings), so the two can never read a value differently.
+
+-- A cell as text: trimmed of Unicode white space (polars' strip_chars), empty = missing. A cell that starts and
+-- ends with a visible ASCII character (nearly all) has nothing to trim: trim() with the whole set is slow.
+create or replace temp macro telemetry_text(cell) as
+case
+    when ascii(cell::varchar) between 33 and 126 and ascii(right(cell::varchar, 1)) between 33 and 126
+        then cell::varchar
+    else nullif(trim(
+            cell::varchar, chr(9) || chr(10) || chr(11) || chr(12) || chr(13) || chr(32) || chr(133)
+            || chr(160) || chr(5760) || chr(8192) || chr(8193) || chr(8194) || chr(8195) || chr(8196) || chr(8197)
+            || chr(8198) || chr(8199) || chr(8200) || chr(8201) || chr(8202) || chr(8232) || chr(8233) || chr(8239)
+            || chr(8287) || chr(12288)
+        ), '')
+end;
+
+-- A number in plain form: digits, point, exponent and signs only, not two signs in front (DuckDB reads "+-1",
+-- polars does not). On such text DuckDB's cast and polars' agree (null included); other text is looked up.
+create or replace temp macro telemetry_plain_number(text) as regexp_full_match(text, '[+-]?[0-9.eE][0-9.eE+-]*');
+
+-- A whole number read as a number first (the contract's integers): finite and whole, else missing.
+create or replace temp macro telemetry_whole(number) as
+case when isfinite(number) and number = floor(number) then try_cast(number as bigint) end;
+
+-- A timestamp in plain form (" UTC" read as +00:00): ISO 8601 date and time, years 1000-2999, fields in range,
+-- up to 6 decimals, Z or an offset. On such text DuckDB's cast and Python's datetime.fromisoformat agree.
+create or replace temp macro telemetry_iso_text(text) as replace(text, ' UTC', '+00:00');
+create or replace temp macro telemetry_plain_timestamp(text) as
+regexp_full_match(
+    telemetry_iso_text(text),
+    '[12][0-9]{3}-[0-9]{2}-[0-9]{2}[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?'
+    || '(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?'
+);
+
+-- What an unreadable cell adds to unparsed_fields: a looked-up cell brings its own; a plain one that does not
+-- read (e.g. "1e", or 2.5 for an integer) is column='text' (Python's repr of such text).
+create or replace temp macro telemetry_unparsed(name, text, parsed, looked_up, looked_up_unparsed) as
+case
+    when looked_up then looked_up_unparsed
+    when text is not null and parsed is null then name || '=''' || text || ''''
+end;
+
+-- Values as text the way polars writes them (the record hash below is over this text): floats as DuckDB
+-- writes them except NaN, exponents without a leading zero, and 1e-5 <= |x| < 1e-4 in positional form.
+create or replace temp macro polars_float_text(x) as
+case
+    when isnan(x) then 'NaN'
+    when abs(x) < 1e-4 and x != 0
+        then regexp_replace(
+                regexp_replace(x::varchar, '^(-?)([0-9])(\.([0-9]+))?e-05$', '\10.0000\2\4'), 'e-0([0-9])$', 'e-\1'
+            )
+    else x::varchar
+end;
+create or replace temp macro polars_timestamp_text(x) as
+strftime(timezone('UTC', x), '%Y-%m-%d %H:%M:%S.%f') || '+00:00';
+-- a value of the record's text: null as U+0000
+create or replace temp macro record_value(text) as coalesce(text, chr(0));
+-- a late optional column (tasks/telemetry/contract.py LATE_OPTIONAL_COLUMNS): U+001F name=value where given
+create or replace temp macro record_late(name, text) as coalesce(chr(31) || name || '=' || text, '');
+
+-- A cell as its contract type: read here in plain form, else the value looked up for its text (telemetry_spellings).
+create or replace temp macro telemetry_number(text, looked_up) as
+case when telemetry_plain_number(text) then try_cast(text as double) else looked_up end;
+create or replace temp macro telemetry_integer(text, looked_up) as
+case when telemetry_plain_number(text) then telemetry_whole(try_cast(text as double)) else looked_up end;
+create or replace temp macro telemetry_timestamp(text, looked_up) as
+case when telemetry_plain_timestamp(text) then try_cast(telemetry_iso_text(text) as timestamptz) else looked_up end;
