@@ -55,17 +55,20 @@ class IntervalOffsets:
 
 FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_framework",
                                "beyond_largest_cluster", "moe_little_data", "moe", "moe_shape_estimated",
-                               "unseen_model", "ep_beyond_domain")
+                               "unseen_model", "ep_beyond_domain", "unseen_model_regime")
 # "moe" is on every MoE row (their errors differ from dense ones: own scale), "moe_shape_estimated" on MoE rows
 # whose shape was estimated from the parameter counts, "unseen_model" on MoE rows whose model (total and active
 # parameters) no training row has, "ep_beyond_domain" on MoE rows whose expert-parallel group leaves the scale-up
-# domain. Versions trained before a kind existed carry fewer widenings: the kinds they do not know are ignored.
+# domain, "unseen_model_regime" on MoE rows of a model trained on, but never in the row's regime (its precision
+# family, 16-bit or fp8/fp4, and its expert-parallel placement, inside or beyond the scale-up domain). Versions
+# trained before a kind existed carry fewer widenings: the kinds they do not know are ignored.
 #
 # Novelty classes (Mondrian): the conformal quantile q is taken per class of what a row extrapolates over, because
 # residuals of different classes are not exchangeable. "moe_new_model" (an MoE row of a model the training rows do
-# not have): the unit that arrives new is a model, not a run, so its residuals are weighted 1 / (runs of their model
-# in the class) and q is the cluster-level conformal quantile (rank level x (models + 1) in the weights): one model
-# with 20 runs counts as one model. "moe_seen_model" (an MoE model trained on, on a new GPU, precision or layout):
+# not have, or have only in another regime: flag "unseen_model" or "unseen_model_regime"): the unit that arrives
+# new is a model, not a run, so its residuals are weighted 1 / (runs of their model in the class) and q is the
+# cluster-level conformal quantile (rank level x (models + 1) in the weights): one model with 20 runs counts as one
+# model. "moe_seen_model" (an MoE model trained on in the row's regime, on a new GPU, framework or cluster size):
 # the plain quantile of its residuals. Every other row: the pooled q. Fallback when a class has fewer than
 # `min_flag_rows` residuals in the calibration pool or they come from fewer than MIN_CLASS_MODELS models (one
 # model's runs say little about the class): the quantile of all MoE residuals, and with fewer than `min_flag_rows`
@@ -192,10 +195,11 @@ class NormalisedConformal:
 
 
 def novelty_classes(flags: list[str] | np.ndarray) -> np.ndarray:
-    """Per row: "moe_new_model" (flags "moe" and "unseen_model"), "moe_seen_model" (flag "moe" alone), else ""."""
+    """Per row: "moe_new_model" (flag "moe" with "unseen_model" or "unseen_model_regime"), "moe_seen_model" ("moe"
+    without either: the model was trained on in this regime), else ""."""
     matrix = flag_matrix(flags)
     moe = matrix[:, FLAG_KINDS.index("moe")] > 0
-    new = matrix[:, FLAG_KINDS.index("unseen_model")] > 0
+    new = (matrix[:, FLAG_KINDS.index("unseen_model")] > 0) | (matrix[:, FLAG_KINDS.index("unseen_model_regime")] > 0)
     values: np.ndarray = np.where(moe & new, "moe_new_model", np.where(moe, "moe_seen_model", "")).astype(object)
     return values
 

@@ -30,7 +30,7 @@ from tasks.model.contract_rows import (
 from tasks.model.design import PHYSICS_BOUND
 from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets, NormalisedConformal
-from tasks.model.structured import expert_parallel_leaves_domain
+from tasks.model.structured import LOW_PRECISION, expert_parallel_leaves_domain
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
 EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
@@ -41,6 +41,21 @@ def model_keys(frame: pd.DataFrame) -> list[str]:
     total = pd.to_numeric(frame["params_b"], errors="coerce").round(1)
     active = pd.to_numeric(frame["active_params_b"], errors="coerce").round(1)
     return [f"{t}/{a}" for t, a in zip(total, active, strict=True)]
+
+
+def model_regimes(frame: pd.DataFrame) -> list[str]:
+    """Per row, the regime an MoE model runs in, for the intervals: its model key, precision family (16-bit or
+    fp8/fp4) and expert-parallel placement (inside or beyond the scale-up domain), e.g. "30.5/3.3|fp8/fp4|beyond";
+    "" for a dense row."""
+    keys = model_keys(frame)
+    leaves = expert_parallel_leaves_domain(frame)
+    total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
+    active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
+    moe = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
+    precision = frame["precision"] if "precision" in frame.columns else pd.Series(None, index=frame.index)
+    family = ["fp8/fp4" if p in LOW_PRECISION else "16-bit" for p in precision]
+    return [f"{k}|{f}|{'beyond' if out else 'inside'}" if m else ""
+            for k, f, out, m in zip(keys, family, leaves, moe, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -58,6 +73,9 @@ class TrainingCoverage:
     known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
     known_high: float | None = None       # framework seen): held-out configurations of seen sources
     models: tuple[str, ...] = ()          # model_key of every training row (empty in versions trained before)
+    # model_regimes of every MoE training row (empty in versions trained before: no row is flagged
+    # "unseen_model_regime", so they predict as they did)
+    regimes: tuple[str, ...] = ()
 
     @classmethod
     def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = 30, widen_factor: float = 1.5) -> TrainingCoverage:
@@ -67,17 +85,21 @@ class TrainingCoverage:
                    max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
                    moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
                    min_moe_rows=min_moe_rows, widen_factor=widen_factor,
-                   models=tuple(sorted(set(model_keys(frame)))))
+                   models=tuple(sorted(set(model_keys(frame)))),
+                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})))
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
         "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", "unseen_model" (an MoE model, by its total
         and active parameters, that no training row has), "ep_beyond_domain" (an MoE run whose expert-parallel group
-        is larger than its scale-up domain), comma-separated ("" when none)."""
+        is larger than its scale-up domain), "unseen_model_regime" (an MoE model trained on, but never in the row's
+        precision family and expert-parallel placement), comma-separated ("" when none)."""
         out = []
         keys = model_keys(frame)
         leaves = expert_parallel_leaves_domain(frame)
         models = set(getattr(self, "models", ()))
+        regimes = set(getattr(self, "regimes", ()))
+        row_regimes = model_regimes(frame) if regimes else [""] * len(frame)
         for i, (_, row) in enumerate(frame.iterrows()):
             flags = []
             if not seen_gpu[i]:
@@ -102,6 +124,8 @@ class TrainingCoverage:
                 flags.append("unseen_model")
             if leaves[i]:
                 flags.append("ep_beyond_domain")
+            if moe and regimes and keys[i] in models and row_regimes[i] not in regimes:
+                flags.append("unseen_model_regime")
             out.append(",".join(flags))
         return out
 

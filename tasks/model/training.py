@@ -515,6 +515,8 @@ def alias_and_tag(tracking: Tracking, version: str, model: TokenEfficiencyModel,
     tags = {TAG_SPEC: best.spec.to_json(), TAG_DIGEST: data.digest, "training_rows": str(data.rows),
             "candidate": best.spec.name, "score": f"{best.score:.6f}",
             "intervals": json.dumps(model.intervals.to_dict()), "seen_gpus": ",".join(model.seen_gpus),
+            # the MoE models' regimes trained on (model|precision family|EP placement): what "moe_seen_model" means
+            "moe_model_regimes": ",".join(model.coverage.regimes if model.coverage is not None else ()),
             TAG_DECISION: CHAMPION if decision.promote else CHALLENGER, TAG_REASON: decision.reason,
             TAG_FINGERPRINT: fingerprint}
     if decision.promote:

@@ -315,3 +315,107 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
                                           residual_floor=0.01, models=models[:45])
     assert fewer.moe_quantile is None
     assert fewer.class_quantiles == pytest.approx((1.5 * fewer.quantile, 1.5 * fewer.quantile))
+
+
+# Training rows of the class-rule test: Qwen3-30B-A3B on 8 H100 (HGX, domain 8) at EP 8 in bf16 (inside the domain)
+# and DeepSeek-V3 on 1024 H100 at EP 64 in bf16 (beyond it), as the bundled NeMo AutoModel runs.
+_REGIME_TRAINING = [
+    {"gpu": "H100-SXM", "num_gpus": 8, "params_b": 30.5, "active_params_b": 3.3, "precision": "bf16",
+     "parallelism": "FSDP 8 EP 8", "scale_up_domain_gpus": 8, "moe_experts": 128, "framework": "NeMo AutoModel"},
+    {"gpu": "H100-SXM", "num_gpus": 1024, "params_b": 671.0, "active_params_b": 37.0, "precision": "bf16",
+     "parallelism": "FSDP 256 PP 4 EP 64", "scale_up_domain_gpus": 8, "moe_experts": 256,
+     "framework": "NeMo AutoModel"},
+    {"gpu": "H100-SXM", "num_gpus": 8, "params_b": 8.0, "active_params_b": 8.0, "precision": "bf16",
+     "parallelism": "FSDP 8", "scale_up_domain_gpus": 8, "framework": "NeMo AutoModel"},
+]
+
+
+def _regime_row(**changes: object) -> dict:
+    return {**_REGIME_TRAINING[0], **changes}
+
+
+def test_a_seen_moe_model_is_seen_only_in_the_regime_it_was_trained_in() -> None:
+    from tasks.model.intervals import novelty_classes
+    from tasks.model.serving import TrainingCoverage, model_regimes
+
+    train = pd.DataFrame(_REGIME_TRAINING)
+    coverage = TrainingCoverage.of_training(train, min_moe_rows=1)
+    assert coverage.regimes == ("30.5/3.3|16-bit|inside", "671.0/37.0|16-bit|beyond")
+    qwen, dsv3 = {}, {"params_b": 671.0, "active_params_b": 37.0, "moe_experts": 256}
+    table = [  # row -> (regime, expected class)
+        # the trained regime on another GPU and framework: seen
+        (_regime_row(gpu="B200", framework="torchtitan", **qwen), "30.5/3.3|16-bit|inside", "moe_seen_model"),
+        # 16 GPUs, EP 8 inside a node, data parallel across nodes: same placement of the expert group, seen
+        (_regime_row(num_gpus=16, parallelism="FSDP 16 EP 8"), "30.5/3.3|16-bit|inside", "moe_seen_model"),
+        # EP 64 inside a 72-GPU NVL72 domain: inside, seen
+        (_regime_row(gpu="GB200", num_gpus=72, parallelism="FSDP 72 EP 64", scale_up_domain_gpus=72),
+         "30.5/3.3|16-bit|inside", "moe_seen_model"),
+        # fp8 (the probe's precision) at EP 8: another precision family, new regime
+        (_regime_row(precision="fp8"), "30.5/3.3|fp8/fp4|inside", "moe_new_model"),
+        # the lead's probe: 16 H100 at EP 16 in fp8, the group leaves the node and the family is new
+        (_regime_row(num_gpus=16, parallelism="FSDP 16 EP 16", precision="fp8"), "30.5/3.3|fp8/fp4|beyond",
+         "moe_new_model"),
+        # bf16 at EP 16 on 8-GPU nodes: only the placement is new
+        (_regime_row(num_gpus=16, parallelism="FSDP 16 EP 16"), "30.5/3.3|16-bit|beyond", "moe_new_model"),
+        # DeepSeek-V3 at EP 32 on 256 H100 in bf16: beyond the domain as trained, seen
+        (_regime_row(num_gpus=256, parallelism="FSDP 64 PP 4 EP 32", **dsv3), "671.0/37.0|16-bit|beyond",
+         "moe_seen_model"),
+        # the lead's second probe: 256 B200 at EP 32 in fp8: fp8 is new
+        (_regime_row(gpu="B200", num_gpus=256, parallelism="FSDP 64 PP 4 EP 32", precision="fp8", **dsv3),
+         "671.0/37.0|fp8/fp4|beyond", "moe_new_model"),
+        # on GB200 NVL72 at EP 64 in bf16: the all-to-all stays inside the domain, new
+        (_regime_row(gpu="GB200", num_gpus=576, parallelism="FSDP 64 PP 9 EP 64", scale_up_domain_gpus=72,
+                     **dsv3), "671.0/37.0|16-bit|inside", "moe_new_model"),
+        # a model no training row has: new model (not also a new regime)
+        (_regime_row(params_b=235.0, active_params_b=22.0), "235.0/22.0|16-bit|inside", "moe_new_model"),
+        # dense rows have no regime and no class
+        (_regime_row(params_b=70.0, active_params_b=70.0, precision="fp8"), "", ""),
+    ]
+    frame = pd.DataFrame([row for row, _, _ in table])
+    assert model_regimes(frame) == [regime for _, regime, _ in table]
+    flags = coverage.flags(frame, np.full(len(frame), True))
+    assert list(novelty_classes(flags)) == [expected for _, _, expected in table]
+    assert ["unseen_model_regime" in f for f in flags] == [False] * 3 + [True] * 3 + [False, True, True, False, False]
+    assert "unseen_model" in flags[9].split(",") and "unseen_model_regime" not in flags[9]
+    # a version trained before regimes were stored (no `regimes`, as unpickled): no row is a new regime, the
+    # fp8 probe stays in the seen-model class as it was
+    old = TrainingCoverage.of_training(train, min_moe_rows=1)
+    del old.__dict__["regimes"]
+    old_flags = old.flags(frame, np.full(len(frame), True))
+    assert not any("unseen_model_regime" in f for f in old_flags)
+    assert novelty_classes(old_flags)[4] == "moe_seen_model"
+
+
+def test_a_version_trained_before_regimes_predicts_its_interval_as_it_did() -> None:
+    """A registered version with 9 widenings (before "unseen_model_regime") and coverage without regimes: the fp8
+    EP 16 row keeps the seen-model quantile; the same version with regimes stored gives it the new-model one."""
+    import dataclasses
+
+    from tasks.model.candidates import CandidateSpec, build_pipeline
+    from tasks.model.evaluation import TargetSpec
+    from tasks.model.intervals import IntervalOffsets, NormalisedConformal
+    from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
+
+    spec = CandidateSpec(name="physics_baseline", kind="constant_mfu")
+    pipeline = build_pipeline(spec).fit(pd.DataFrame({"precision": ["bf16", "fp8"]}), np.log([0.4, 0.4]))
+    # scale 0.05 inside, every one of the 9 old widenings 1; quantiles: new model 4, seen model 2, others 1
+    conformal = NormalisedConformal(level=0.8, log_scale=math.log(0.05), log_widening=(0.0,) * 9, quantile=1.0,
+                                    calibration_rows=100, moe_quantile=3.0, class_quantiles=(4.0, 2.0))
+    train = pd.DataFrame(_REGIME_TRAINING).assign(precision=["bf16", "fp8", "bf16"])
+    old = dataclasses.replace(TrainingCoverage.of_training(train, min_moe_rows=1), regimes=())
+    model = TokenEfficiencyModel(pipeline=pipeline, spec=spec, target=TargetSpec(0.01, 1.0),
+                                 intervals=IntervalOffsets(0.8, -0.1, 0.1, -0.2, 0.2), seen_gpus=("H100-SXM",),
+                                 coverage=old, conformal=conformal)
+    probe = pd.DataFrame([_regime_row(num_gpus=16, parallelism="FSDP 16 EP 16", precision="fp8",
+                                      physics_bound_tokens_per_sec_per_gpu=10_000.0)])
+    before = model.predict(probe)
+    # seen-model class: half width 2 x 0.05 = 0.1 -> high / centre = exp(0.1)
+    assert before["predicted_high"][0] / before["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(
+        math.exp(0.1))
+    assert before["extrapolation"][0] == "moe,ep_beyond_domain"
+    stored = dataclasses.replace(old, regimes=TrainingCoverage.of_training(train, min_moe_rows=1).regimes)
+    after = dataclasses.replace(model, coverage=stored).predict(probe)
+    # new regime -> the new-model class: 4 x 0.05 = 0.2 (the 10th widening the version does not have is ignored)
+    assert after["extrapolation"][0] == "moe,ep_beyond_domain,unseen_model_regime"
+    assert after["predicted_high"][0] / after["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(math.exp(0.2))
+    assert after["predicted_tokens_per_sec_per_gpu"][0] == before["predicted_tokens_per_sec_per_gpu"][0]
