@@ -128,7 +128,8 @@ def read_items_csv(path: Path) -> pl.DataFrame:
 def parse(path: Path, context: AdapterContext) -> AdapterResult:
     frame = read_items_json(path) if path.suffix.lower() == ".json" else read_items_csv(path)
     frame = classify(frame, skip_rules())
-    counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len()
+    # sorted: polars groups in no fixed order, and the stored map should not change between identical runs
+    counts = frame.filter(pl.col("skip_reason").is_not_null()).group_by("skip_reason").len().sort("skip_reason")
     skipped = dict(zip(counts["skip_reason"].to_list(), counts["len"].to_list(), strict=True))
 
     shapes = reference_table("azure_vm_gpus.csv", context.reference_dir).rename({"arm_sku_name": "armSkuName"})
