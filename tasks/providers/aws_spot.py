@@ -35,6 +35,7 @@ from tasks.prices.adapter import (
     read_json,
     reference_table,
 )
+from tasks.prices.dates import undated_reason
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
@@ -127,7 +128,8 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         .str.strip_chars()
         .str.to_datetime(time_zone="UTC", time_unit="us", strict=False),
     ).with_columns(
-        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("price")}), pl.when(pl.col("region").is_null())
+        rejected_reason=pl.coalesce(undated_reason("Timestamp", pl.col("timestamp"), pl.col("observed_at")),
+                                    comma_reason({"price": pl.col("price")}), pl.when(pl.col("region").is_null())
         .then(pl.lit("unknown availability zone: its AZ-ID prefix is not in data/reference/aws_az_id_regions.csv"))
         .when(pl.col("gpu_name").is_null())
         .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))

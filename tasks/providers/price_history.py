@@ -28,6 +28,7 @@ from tasks.prices.adapter import (
     read_csv_text,
     reference_table,
 )
+from tasks.prices.dates import undated_reason
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 
@@ -65,12 +66,13 @@ def parse_cyclenerd(frame: pl.DataFrame, context: AdapterContext) -> AdapterResu
         currency=pl.lit("USD"),
         observed_at=_timestamps("snapshot_commit_date"),
     )
+    undated = undated_reason("snapshot_commit_date", pl.col("snapshot_commit_date"), pl.col("observed_at"))
     on_demand = base.with_columns(pricing=pl.lit("on_demand"), usd_per_hour=_num("hour_usd"),
-                                  rejected_reason=comma_reason({"price": pl.col("hour_usd")}))
+                                  rejected_reason=pl.coalesce(undated, comma_reason({"price": pl.col("hour_usd")})))
     has_spot = _text("hour_spot_usd").str.len_chars() > 0 if "hour_spot_usd" in frame.columns else pl.lit(False)
     spot = base.filter(has_spot.fill_null(False)).with_columns(
         pricing=pl.lit("spot"), usd_per_hour=_num("hour_spot_usd"),
-        rejected_reason=comma_reason({"price": pl.col("hour_spot_usd")}),
+        rejected_reason=pl.coalesce(undated, comma_reason({"price": pl.col("hour_spot_usd")})),
     )
     records = pl.concat([on_demand, spot]).sort("source_line", "pricing")
     return AdapterResult(records=conform(records))
@@ -96,9 +98,14 @@ def parse_daily(frame: pl.DataFrame, context: AdapterContext, path: Path) -> Ada
         usd_per_hour=_num("price_usd"),
         currency=pl.lit("USD"),
         observed_at=_timestamps("timestamp"),
-        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("price_usd")}), pl.when(pl.col("gpu_name").is_null())
-        .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-        .otherwise(None)),
+    ).with_columns(
+        rejected_reason=pl.coalesce(
+            undated_reason("timestamp", pl.col("timestamp"), pl.col("observed_at")),
+            comma_reason({"price": pl.col("price_usd")}),
+            pl.when(pl.col("gpu_name").is_null())
+            .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
+            .otherwise(None),
+        ),
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
 

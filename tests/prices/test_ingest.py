@@ -270,3 +270,46 @@ def test_identical_rows_collapse_to_the_first_and_rows_differing_in_one_value_st
     assert collapse_duplicates(con) == 3
     assert [r[0] for r in con.execute("select _row_id from staging_file_rows order by _row_id").fetchall()] == \
         [0, 2, 3, 5]
+
+
+def test_a_history_row_without_a_readable_date_is_quarantined_not_dated_tonight(con, tmp_path: Path) -> None:
+    """A dated list's row whose date cannot be read would otherwise be dated at ingest (the current lists' rule)
+    and an old price would become tonight's."""
+    daily = (PRICE_SAMPLES / "aws_p5.48xlarge_us-east-1_ondemand_daily_pricing_api.csv").read_text().splitlines()
+    # header, 98.32 on 2025-04-23T18:52:57, then two rows dated wrongly (fault data): 23/04/2025 and an empty date
+    broken_daily = tmp_path / "daily.csv"
+    rows = [daily[0], daily[1], "23/04/2025,p5.48xlarge,50.00", ",p5.48xlarge,40.00"]
+    broken_daily.write_text("\n".join(rows) + "\n")
+    snapshots = (PRICE_SAMPLES / "gcp_gpu_vm_price_history_cyclenerd_quarterly.csv").read_text().splitlines()
+    broken_snapshots = tmp_path / "snapshots.csv"  # the first row with its date written as a quarter
+    broken_snapshots.write_text("\n".join([snapshots[0], snapshots[1].replace("2022-02-09", "2022Q1", 1)]) + "\n")
+    spot = (PRICE_SAMPLES / "aws_spot_price_history_2022-05-31_gpu_az_ids.tsv").read_text().splitlines()
+    broken_spot = tmp_path / "spot.tsv"  # the first row (Linux/UNIX) with its time zone spelled out
+    broken_spot.write_text(spot[0].replace("+00:00", " UTC") + "\n")
+
+    daily_out, snapshot_out, spot_out = ingest(con, [
+        source(broken_daily, "aws", "price-history", region="us-east-1"),
+        source(broken_snapshots, "gcp", "price-history"),
+        source(broken_spot, "aws", "aws-spot"),
+    ])
+    # daily: 1 stored, 2 quarantined; snapshot row: on-demand only (no spot price) quarantined; spot: 1 quarantined
+    assert (daily_out.rows_loaded, daily_out.rows_quarantined) == (1, 2)
+    assert (snapshot_out.rows_loaded, snapshot_out.rows_quarantined) == (0, 1)
+    assert (spot_out.rows_loaded, spot_out.rows_quarantined) == (0, 1)
+    reasons = dict(con.execute(
+        "select source_line, failed_check from quarantine.rejected_rows where source_file = ?", [str(broken_daily)]
+    ).fetchall())
+    assert reasons == {
+        3: "timestamp '23/04/2025' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS, UTC): the row's price has no date",
+        4: "timestamp is empty: the row's price has no date",
+    }
+    (snapshot_reason,) = con.execute(
+        "select failed_check from quarantine.rejected_rows where source_file = ?", [str(broken_snapshots)]
+    ).fetchone()
+    assert snapshot_reason.startswith("snapshot_commit_date '2022Q1' is not a date")
+    (spot_reason,) = con.execute(
+        "select failed_check from quarantine.rejected_rows where source_file = ?", [str(broken_spot)]
+    ).fetchone()
+    assert spot_reason.startswith("Timestamp '2022-05-31T18:20:41 UTC' is not a date")
+    current = con.execute("select usd_per_hour from core.prices_current where instance_type = 'p5.48xlarge'").fetchall()
+    assert current == [(98.32,)]  # neither 50.00 nor 40.00 became tonight's price
