@@ -73,7 +73,7 @@ def read_catalog(path: Path) -> pl.DataFrame:
     return frame.with_columns(
         source_line=pl.int_range(2, pl.len() + 2, dtype=pl.Int64),  # header is line 1
         raw_values=pl.struct(pl.all()).struct.json_encode(),
-    ).with_columns(rejected_reason=pl.lit(None, pl.String))
+    ).with_columns(rejected_reason=pl.lit(None, pl.String), spot_rejected_reason=pl.lit(None, pl.String))
 
 
 def _num(column: str) -> pl.Expr:
@@ -99,7 +99,8 @@ def _offers(frame: pl.DataFrame, provider: str) -> pl.DataFrame:
                                                               pl.col("rejected_reason")))
     spot = base.filter(pl.col("SpotPrice").str.strip_chars().str.len_chars() > 0).with_columns(
         pricing=pl.lit("spot"), usd_per_hour=_num("SpotPrice"),
-        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("SpotPrice")}), pl.col("rejected_reason")),
+        # the spot row's own reasons: an on-demand reason (a GCP host's on-demand price) is not the spot price's
+        rejected_reason=pl.coalesce(comma_reason({"price": pl.col("SpotPrice")}), pl.col("spot_rejected_reason")),
     )
     return pl.concat([on_demand, spot])
 
@@ -126,11 +127,14 @@ def _gcp_offers(
         "MemoryGiB",
         host_price=_num("Price"),
         host_spot=_num("SpotPrice"),
+        # a host price written with a comma is neither read nor taken for a missing host row
+        host_price_comma=comma_reason({"host VM price": pl.col("Price")}),
+        host_spot_comma=comma_reason({"host VM spot price": pl.col("SpotPrice")}),
         host_raw=pl.col("raw_values"),
     )
     candidates = accel.join(mapping, on=["AcceleratorName", "AcceleratorCount"], how="left")
     joined = candidates.join(host_rows, on=["InstanceType", "Region", "AvailabilityZone"], how="left")
-    priced = joined.filter(pl.col("host_price").is_not_null())
+    priced = joined.filter(pl.col("host_price").is_not_null() | pl.col("host_price_comma").is_not_null())
     unpriced = (
         joined.join(priced.select("source_line").unique(), on="source_line", how="anti")
         .group_by("source_line", maintain_order=True)
@@ -158,17 +162,26 @@ def _gcp_offers(
             ]
             notes.append(f"GCP accelerator rows without a host VM price, {label} (quarantined): {', '.join(listed)}")
     unpriced = unpriced.drop("hosts")
+    # A price that cannot be summed (a comma in the host's) keeps the accelerator's text, so the row is
+    # quarantined with the host's reason rather than dropped or read as "no price".
+    accelerator_spot = _num("SpotPrice").is_not_null()
     priced = priced.with_columns(
-        Price=(_num("Price") + pl.col("host_price")).cast(pl.String),
-        SpotPrice=pl.when(_num("SpotPrice").is_not_null() & pl.col("host_spot").is_not_null())
+        Price=pl.when(pl.col("host_price").is_not_null())
+        .then((_num("Price") + pl.col("host_price")).cast(pl.String))
+        .otherwise(pl.col("Price")),
+        SpotPrice=pl.when(accelerator_spot & pl.col("host_spot").is_not_null())
         .then((_num("SpotPrice") + pl.col("host_spot")).cast(pl.String))
+        .when(accelerator_spot & pl.col("host_spot_comma").is_not_null())
+        .then(pl.col("SpotPrice"))
         .otherwise(None),
         raw_values=pl.concat_str(
             [pl.lit('{"accelerator": '), "raw_values", pl.lit(', "host": '), "host_raw", pl.lit("}")]
         ),
-        rejected_reason=pl.lit(None, pl.String),
+        rejected_reason=pl.col("host_price_comma"),
+        spot_rejected_reason=pl.col("host_spot_comma"),
     )
-    columns = [c for c in priced.columns if c not in ("host_price", "host_spot", "host_raw")]
+    columns = [c for c in priced.columns
+               if c not in ("host_price", "host_spot", "host_price_comma", "host_spot_comma", "host_raw")]
     return pl.concat([priced.select(columns), unpriced.select(columns)], how="vertical_relaxed"), notes
 
 

@@ -247,6 +247,30 @@ def test_skypilot_gcp_accelerator_plus_host() -> None:
     assert any("T4 x1" in note for note in result.notes)
 
 
+def test_skypilot_gcp_host_price_with_a_comma_is_quarantined_with_its_reason(tmp_path: Path) -> None:
+    """A host VM price written with a comma is not read as a missing host row, and the offer is not dropped."""
+    hosts = (PRICE_SAMPLES / "skypilot_v8_gcp_gpu_host_vms_subset.csv").read_text().splitlines()
+    broken = tmp_path / "hosts.csv"  # line 13, a2-highgpu-1g us-central1-a: on-demand 0,73948, spot 0.36975
+    broken.write_text("\n".join([hosts[0], hosts[12].replace(",0.73948,", ",\"0,73948\",")]) + "\n")
+    with_on_demand_comma = normalised(skypilot.parse(
+        PRICE_SAMPLES / "skypilot_v8_gcp_gpu_accelerators.csv", ctx("gcp", host_vms=str(broken))).records)
+    a2 = with_on_demand_comma.filter(instance_type="a2-highgpu-1g", zone="us-central1-a")
+    by_pricing = {row["pricing"]: row for row in a2.iter_rows(named=True)}
+    assert by_pricing["on_demand"]["rejected_reason"].startswith("host VM price 0,73948 has a comma")
+    # the spot prices both read: 1.4341 + 0.36975 = 1.80385, stored
+    assert by_pricing["spot"]["rejected_reason"] is None
+    assert by_pricing["spot"]["usd_per_hour"] == pytest.approx(1.80385, abs=1e-9)
+
+    broken.write_text("\n".join([hosts[0], hosts[12].replace(",0.36975", ",\"0,36975\"")]) + "\n")
+    with_spot_comma = normalised(skypilot.parse(
+        PRICE_SAMPLES / "skypilot_v8_gcp_gpu_accelerators.csv", ctx("gcp", host_vms=str(broken))).records)
+    a2 = with_spot_comma.filter(instance_type="a2-highgpu-1g", zone="us-central1-a")
+    by_pricing = {row["pricing"]: row for row in a2.iter_rows(named=True)}
+    assert by_pricing["on_demand"]["rejected_reason"] is None
+    assert by_pricing["on_demand"]["usd_per_hour"] == pytest.approx(3.67339, abs=1e-9)  # 2.93391 + 0.73948
+    assert by_pricing["spot"]["rejected_reason"].startswith("host VM spot price 0,36975 has a comma")
+
+
 def test_skypilot_lambda_and_aws_gpu_overrides() -> None:
     lam = normalised(skypilot.parse(PRICE_SAMPLES / "skypilot_v8_lambda_gpu.csv", ctx("lambda")).records)
     gpu_of = dict(lam.select("instance_type", "gpu").unique().iter_rows())
