@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tasks.publishing.ownership import written_by_us
-from tasks.settings import Environment
+from tasks.settings import DATA_DIR, EXPECTATIONS_DIR, PROJECT_ROOT, SQL_DIR, Environment
 from tasks.stores import Problem, mlflow_problem, short_cause
 from tasks.warehouse import connect, execute, query
 
@@ -201,6 +201,18 @@ def _timezone_problem(variable: str, zone: str) -> str | None:
     return None
 
 
+def install_problem(config_dir_set: bool = False) -> str | None:
+    """gpucost reads its SQL, suites, reference data and config from the project folder beside tasks/; an install
+    without them (a non-editable `pip install .` copies only the Python packages) is one line, not a missing-file
+    traceback in the middle of a night. `config_dir_set`: GPUCOST_CONFIG_DIR names the config folder instead."""
+    needed = [SQL_DIR, EXPECTATIONS_DIR, DATA_DIR] + ([] if config_dir_set else [PROJECT_ROOT / "config"])
+    missing = [folder.name + "/" for folder in needed if not folder.is_dir()]
+    if not missing:
+        return None
+    return (f"{PROJECT_ROOT}: no {', '.join(missing)} beside the code: gpucost runs from its project folder; "
+            "install it from a clone with `pip install -e .` (or `make run`)")
+
+
 def environment_problem(writes_home: bool = True) -> str | None:
     """The first environment override that cannot work, as one line naming the variable (the command exits 2
     before anything starts); None when every override set is usable. Types are checked by tasks.settings.
@@ -208,7 +220,7 @@ def environment_problem(writes_home: bool = True) -> str | None:
     (./.gpucost, no GPUCOST_HOME)."""
 
     environment = Environment.current()
-    checks: list[str | None] = []
+    checks: list[str | None] = [install_problem(config_dir_set=environment.config_dir is not None)]
     if environment.home is not None:
         checks.append(_folder_problem("GPUCOST_HOME", environment.home.resolve(), must_write=writes_home))
     elif writes_home:

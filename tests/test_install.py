@@ -130,3 +130,19 @@ def test_every_slow_entry_names_a_test_that_exists() -> None:
         if test:
             assert re.search(rf"^def {re.escape(test)}\(", (PROJECT_ROOT / path).read_text(encoding="utf-8"),
                              re.MULTILINE), entry
+
+
+def test_an_install_without_the_project_folders_says_so_in_one_line(tmp_path: Path) -> None:
+    """A non-editable `pip install .` copies the Python packages only (pyproject's packages.find); gpucost then
+    finds no sql/, expectations/, data/ or config/ beside its code: one line and exit 2 before anything starts."""
+    for package in ("gpucost", "tasks", "flows"):
+        shutil.copytree(PROJECT_ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    launch = (f"import sys; sys.path.insert(0, {str(tmp_path)!r}); sys.argv = ['gpucost', 'offers']; "
+              "from gpucost.cli import main; main()")
+    env = {"PATH": "/usr/bin:/bin", "GPUCOST_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=120, check=False)
+    assert result.returncode == 2, result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert lines == [f"error: {tmp_path}: no sql/, expectations/, data/, config/ beside the code: gpucost runs from "
+                     "its project folder; install it from a clone with `pip install -e .` (or `make run`)"]
