@@ -132,6 +132,7 @@ def test_every_slow_entry_names_a_test_that_exists() -> None:
                              re.MULTILINE), entry
 
 
+@pytest.mark.slow
 def test_an_install_without_the_project_folders_says_so_in_one_line(tmp_path: Path) -> None:
     """A non-editable `pip install .` copies the Python packages only (pyproject's packages.find); gpucost then
     finds no sql/, expectations/, data/ or config/ beside its code: one line and exit 2 before anything starts."""
