@@ -67,8 +67,7 @@ def check(con: duckdb.DuckDBPyConnection, outcome: FileOutcome, path: Path) -> N
         assert con.execute("select source_file from raw.ingested_files where content_sha256 = ?", [sha]).fetchall() \
             == [(str(path),)]
         assert con.execute(INSANE_CORE_ROWS, {"sha": sha}).fetchall() == [(0,)]
-        # every record read is loaded, quarantined, or an identical duplicate of an earlier row (e.g. two rows
-        # whose unreadable dates both fall back to the ingest time), counted as skipped
+        # every record read is loaded, quarantined, or an identical duplicate of an earlier row, counted as skipped
         duplicates = outcome.skipped_by_reason.get(IDENTICAL_DUPLICATE, 0)
         assert outcome.rows_loaded + outcome.rows_quarantined + duplicates == outcome.rows_read
     # the SQL in names and values never ran: the tables it names are still there
@@ -133,14 +132,22 @@ def test_sql_in_names_and_values_is_stored_as_data(con, tmp_path: Path) -> None:
     assert math.isfinite(con.execute("select usd_per_hour from core.price_observations").fetchall()[0][0])
 
 
-def test_two_rows_whose_unreadable_dates_fall_back_to_the_ingest_time_are_one_observation(con, tmp_path: Path) -> None:
-    """The example hypothesis found: dated rows whose dates cannot be read are observed at the ingest time, so
-    two of them with the same instance and price are identical rows of the file (one observation kept)."""
+def test_two_rows_whose_dates_cannot_be_read_are_quarantined_not_dated_at_ingest(con, tmp_path: Path) -> None:
+    """The example hypothesis found: two rows of a dated list whose dates cannot be read (1e308, 1e999). They
+    were once observed at the ingest time (and, equal otherwise, kept as one observation): an old price became
+    tonight's. Each is now quarantined with its own reason; the dated row is loaded."""
     seed = next(s for s in SEEDS if s.sample.startswith("aws_p5.48xlarge"))
     data = (b"timestamp,instance,price_usd\n2025-04-23T18:52:57,p5.48xlarge,98.32\n"
             b"1e308,p5.48xlarge,98.32\n1e999,p5.48xlarge,98.32\n")
     outcome, path = ingest_bytes(con, seed, data, tmp_path)
     check(con, outcome, path)
-    # 3 records: line 2 (dated), lines 3 and 4 (both at the ingest time, otherwise equal): 2 loaded, 1 skipped
-    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined) == (3, 2, 0)
-    assert outcome.skipped_by_reason == {IDENTICAL_DUPLICATE: 1}
+    # 3 records: line 2 (dated) loaded; lines 3 and 4 (no readable date) quarantined; nothing skipped
+    assert (outcome.rows_read, outcome.rows_loaded, outcome.rows_quarantined) == (3, 1, 2)
+    assert outcome.skipped_by_reason.get(IDENTICAL_DUPLICATE, 0) == 0
+    reasons = con.execute("select source_line, failed_check from quarantine.rejected_rows where source_file = ? "
+                          "order by source_line", [str(path)]).fetchall()
+    assert [line for line, _ in reasons] == [3, 4]
+    assert all("is not a date" in reason and "has no date" in reason for _, reason in reasons), reasons
+    observed = con.execute("select observed_at from core.price_observations where source_file = ?",
+                           [str(path)]).fetchall()
+    assert observed == [(datetime(2025, 4, 23, 18, 52, 57, tzinfo=UTC),)]
