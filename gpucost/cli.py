@@ -639,9 +639,11 @@ def check_extras(parsed: Parsed, configured: bool) -> None:
 def main() -> None:
     """The `gpucost` entry point: long-running commands run under a supervisor (gpucost/guard.py) that stops
     their whole process group, Prefect's server included, on SIGTERM/SIGINT."""
-    configure_prefect_environment()  # Prefect reads its settings once, when it is imported: first
     argv = sys.argv[1:]
     parsed = parse(argv)
+    # Prefect reads its settings once, when it is imported: first. Its folder only for a command that may run a flow
+    configure_prefect_environment(
+        create_home=parsed.command is not None and COMMANDS[parsed.command].writes_home and not parsed.help)
     if not is_worker():  # the supervised worker was checked by its parent
         check_extras(parsed, configured=False)
         check_config(parsed)

@@ -207,10 +207,12 @@ def resolve_project_path(value: str | Path, base: Path | None = None) -> Path:
     return path if path.is_absolute() else (base or PROJECT_ROOT) / path
 
 
-def configure_prefect_environment() -> None:
+def configure_prefect_environment(create_home: bool = True) -> None:
     """Keep Prefect's state under GPUCOST_HOME and its telemetry off, unless the user said otherwise.
 
-    Must run before `prefect` is imported: Prefect reads its settings once, at import.
+    Must run before `prefect` is imported: Prefect reads its settings once, at import. `create_home=False` for a
+    command that runs no flow (`--help`, `offers`, `sql`): it leaves no Prefect folder behind (in ./.gpucost by
+    default, wherever the user happened to type it).
     """
     try:
         environment = Environment.current()
@@ -220,8 +222,9 @@ def configure_prefect_environment() -> None:
     os.environ.setdefault("PREFECT_HOME", str(prefect_folder))
     # Prefect's temporary server cannot create its SQLite file in a folder that does not exist yet.
     # a read-only or unusable GPUCOST_HOME: the command line says so in one line before anything runs
-    with contextlib.suppress(OSError):
-        Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
+    if create_home:
+        with contextlib.suppress(OSError):
+            Path(os.environ["PREFECT_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", str(prefect_folder / "storage"))
     os.environ.setdefault("PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW", "ignore")
