@@ -220,14 +220,15 @@ def readme_offers_examples() -> list[tuple[list[str], list[str]]]:
 
 
 def same_up_to_the_shown_digits(shown: str, real: str) -> bool:
-    """The same text and, for every number, the real value within one unit of the last digit shown (another
-    machine's model can differ in the last bits; the README rounds)."""
+    """The same text and, for every number, the real value within one unit of the last digit shown, or within
+    1e-4 of it for a number shown with every digit (the CSV example): another machine's model differs in the last
+    bits (a B300 interval bound 2.010172 here, 2.010239 on another 2-core machine), and the README rounds."""
     if NUMBER.sub("#", " ".join(shown.split())) != NUMBER.sub("#", " ".join(real.split())):
         return False
     for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real), strict=True):
         decimals = len(a.partition(".")[2])
         x, y = float(a.replace(",", "")), float(b.replace(",", ""))
-        if abs(x - y) > 1.5 * 10.0 ** -decimals:
+        if abs(x - y) > max(1.5 * 10.0 ** -decimals, 1e-4 * abs(y)):
             return False
     return True
 

@@ -291,7 +291,9 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
                                               residual_floor=0.01, models=models)
     # scale: dense and "moe" rows 0.1 (b_moe = 0); "unseen_model" exp(mean log |r| of its 24 rows) / 0.1
     b_new = (20 * math.log(0.1) + math.log(0.2) + math.log(0.3) + math.log(0.4) + math.log(0.5)) / 24 - math.log(0.1)
-    assert conformal.widening()["unseen_model"] == pytest.approx(math.exp(b_new), rel=1e-6)
+    # rel 1e-5: scipy lsq_linear is iterative and stops within its tolerance, which BLAS builds reach in different
+    # steps (1.5e-6 relative seen on this 2-core machine, where CI passed at 1e-6)
+    assert conformal.widening()["unseen_model"] == pytest.approx(math.exp(b_new), rel=1e-5)
     scale_new = 0.1 * math.exp(b_new)
     # new-model class: 5 models, rank 0.8 x 6 = 4.8 in weights: A's 20 runs weigh 1 together, then B, C, D: 4; E: 5
     # -> E's score 0.5 / scale_new. The seen-model class: 20 scores of 1.0 -> 1.0. Per run it would have been the
