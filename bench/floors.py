@@ -45,18 +45,22 @@ def load_offer_csv(path: str, database: str) -> dict[str, Any]:
     return {"seconds": t["s"], "rows": rows}
 
 
-def store_sql(path: str, kind: str) -> str:
-    """The store floor's statement for `path` (`kind`: skypilot | telemetry)."""
+def store_steps(path: str, kind: str) -> tuple[str, ...]:
+    """The store floor's statements for `path` (`kind`: skypilot | telemetry): a CSV file is read once into a
+    table in file order (its rowid is the line), whose rows are then stored with no order (as the ingest stores);
+    a Parquet file gives its row numbers itself."""
     if kind == "skypilot":
-        return "store_floor_skypilot"
-    return "store_floor_telemetry_parquet" if path.endswith(".parquet") else "store_floor_telemetry_csv"
+        return ("store_floor_read_csv", "store_floor_skypilot")
+    if path.endswith(".parquet"):
+        return ("store_floor_telemetry_parquet",)
+    return ("store_floor_read_csv", "store_floor_telemetry_csv")
 
 
 def store_file(path: str, database: str, kind: str) -> dict[str, Any]:
     """The store floor (a measured step): the least any ingest of `path` under issue 25's raw layer does. Land
     the file as the pipeline does (tasks/ingest/landing.py: one read for its sha256 and a zstd copy, fsynced and
-    renamed into place), then in ONE transaction insert the typed rows with their lineage (the landed file's
-    sha256, the line) in one pass over the file, commit and checkpoint, in a fresh database file. None of the
+    renamed into place), then in ONE transaction read the file once and insert the typed rows with their lineage
+    (the landed file's sha256, the line), commit and checkpoint, in a fresh database file. None of the
     ingest's lookups, checks, history, record hash or quarantine. `kind`: skypilot | telemetry."""
     from tasks.ingest.landing import land_part, read_into_part
 
@@ -70,8 +74,13 @@ def store_file(path: str, database: str, kind: str) -> dict[str, Any]:
     with timed() as t:
         landed = land_part(read_into_part(Path(path), landing), landing)
         con.execute("begin transaction")
-        con.execute(floor_sql(store_sql(path, kind)),
-                    {"path": path, "sha256": landed.sha256, "ingested_at": datetime.now(UTC)})
+        steps = store_steps(path, kind)
+        for step in steps:
+            if step == steps[-1]:  # the stored rows carry their line: their order is free (as the ingest's)
+                con.execute("set preserve_insertion_order = false")
+            text = floor_sql(step)
+            params = {"path": path, "sha256": landed.sha256, "ingested_at": datetime.now(UTC)}
+            con.execute(text, {name: value for name, value in params.items() if f"${name}" in text})
         con.execute("commit")
         con.execute("checkpoint")
     table = "floor_offers" if kind == "skypilot" else "floor_runs"

@@ -117,6 +117,7 @@ def test_store_floor_rows_carry_the_landed_sha256_and_lines(tmp_path: Path) -> N
     runs.write_text("run_id,num_gpus\nr1,8\nr2,16\n", encoding="utf-8")
     sha = hashlib.sha256(runs.read_bytes()).hexdigest()
     con = duckdb.connect()
+    con.execute(floor_sql("store_floor_read_csv"), {"path": str(runs)})
     con.execute(floor_sql("store_floor_telemetry_csv"),
                 {"path": str(runs), "sha256": sha, "ingested_at": datetime.now(UTC)})
     assert con.execute("select run_id, num_gpus, source_line, content_sha256 from floor_runs order by run_id"

@@ -1,11 +1,12 @@
 -- Store floor (SkyPilot catalog): the typed offers, one per pricing type (on-demand; spot where the line has a
 -- spot price: about 1.9 offers per line), with lineage (the landed file's sha256, the 1-based line, header = 1),
--- inserted in one pass over the file (DuckDB's CSV reader, types sniffed). No alias lookup, no quarantine, no
--- price move, no history, no checks: the least any ingest of the catalog into core.price_observations does.
+-- inserted from the file as read (bench/sql/store_floor_read_csv.sql; its rowid is the record's place in the file,
+-- from a large base inside a transaction, hence the minimum subtracted). No alias lookup, no quarantine, no price
+-- move, no history, no checks: the least any ingest of the catalog into core.price_observations does.
 insert into floor_offers
 with lines as (
-    select *, row_number() over () + 1 as line
-    from read_csv($path)
+    select *, rowid - (select min(rowid) from floor_file) + 2 as line
+    from floor_file
 )
 
 select
