@@ -135,21 +135,21 @@ def _three_runs_one_without_gpus(tmp_path) -> tuple[object, str]:
 def test_the_file_as_read_is_freed_before_the_warehouse_is_written(con, monkeypatch, tmp_path) -> None:
     # Staged inline, a unit is decided in a first transaction of TEMP tables only; the file as read is dropped and
     # that transaction committed (DuckDB frees a dropped table only then) before the store's transaction begins.
-    # What the store sees: no file as read, and of the records as read only the rejected one (line 3).
+    # What the store sees: no file as read, and of the records as read only the rejected one (line 3, its run_id).
     path, rejected_run = _three_runs_one_without_gpus(tmp_path)
     real_store, seen = TelemetryRuns.store, {}
 
     def looking_store(self, con, file):
         seen["tables"] = {name for (name,) in con.sql(
             "select table_name from duckdb_tables() where temporary").fetchall()}
-        seen["records"] = con.sql("select source_line from staging_file_records").fetchall()
+        seen["records"] = con.sql("select raw_values->>'run_id' from staging_file_records").fetchall()
         return real_store(self, con, file)
 
     monkeypatch.setattr(TelemetryRuns, "store", looking_store)
     outcome = ingest(con, path)
     assert (outcome.status, outcome.rows_loaded, outcome.rows_quarantined) == ("loaded", 2, 1)
     assert "staging_telemetry_file" not in seen["tables"]
-    assert seen["records"] == [(3,)]
+    assert seen["records"] == [(rejected_run,)]
     assert con.sql("select source_line, raw_values->>'run_id' from quarantine.rejected_rows").fetchall() == [
         (3, rejected_run)]
     assert con.sql("select count(*) from duckdb_tables() where temporary").fetchall()[0][0] == 0
