@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,29 +45,48 @@ def load_offer_csv(path: str, database: str) -> dict[str, Any]:
     return {"seconds": t["s"], "rows": rows}
 
 
-STORE_STEPS = {
-    "skypilot": ("store_floor_read_csv", "store_floor_skypilot_raw", "store_floor_skypilot_offers"),
-    "telemetry": ("store_floor_read_typed_csv", "store_floor_telemetry_raw", "store_floor_telemetry_runs"),
-}
+def store_steps(path: str, kind: str) -> tuple[str, ...]:
+    """The store floor's statements for `path` (`kind`: skypilot | telemetry): a CSV file is read once into a
+    table in file order (its rowid is the line), whose rows are then stored with no order (as the ingest stores);
+    a Parquet file gives its row numbers itself."""
+    if kind == "skypilot":
+        return ("store_floor_read_csv", "store_floor_skypilot")
+    if path.endswith(".parquet"):
+        return ("store_floor_telemetry_parquet",)
+    return ("store_floor_read_csv", "store_floor_telemetry_csv")
 
 
 def store_file(path: str, database: str, kind: str) -> dict[str, Any]:
-    """The store floor (a measured step): DuckDB writes what the ingest of `path` must keep - the file read once,
-    one raw JSON record per stored row, the typed rows - in one transaction of a fresh database file, with none
-    of the ingest's lookups, checks, history or quarantine. `kind`: skypilot | telemetry."""
+    """The store floor (a measured step): the least any ingest of `path` under issue 25's raw layer does. Land
+    the file as the pipeline does (tasks/ingest/landing.py: one read for its sha256 and a zstd copy, fsynced and
+    renamed into place), then in ONE transaction read the file once and insert the typed rows with their lineage
+    (the landed file's sha256, the line), commit and checkpoint, in a fresh database file. None of the
+    ingest's lookups, checks, history, record hash or quarantine. `kind`: skypilot | telemetry."""
+    from tasks.ingest.landing import land_part, read_into_part
+
     Path(database).unlink(missing_ok=True)
+    landing = Path(f"{database}.landing")
+    shutil.rmtree(landing, ignore_errors=True)
     con = duckdb.connect(database)
-    con.execute(floor_sql("store_floor_tables"))
-    steps = STORE_STEPS[kind]
-    if path.endswith(".parquet"):
-        steps = ("store_floor_read_parquet", *steps[1:])
+    if kind == "skypilot":
+        con.execute(floor_sql("store_floor_tables"))
+    con.execute("checkpoint")
     with timed() as t:
-        con.execute("begin")
+        landed = land_part(read_into_part(Path(path), landing), landing)
+        con.execute("begin transaction")
+        steps = store_steps(path, kind)
         for step in steps:
-            con.execute(floor_sql(step), {"path": path})
+            if step == steps[-1]:  # the stored rows carry their line: their order is free (as the ingest's)
+                con.execute("set preserve_insertion_order = false")
+            text = floor_sql(step)
+            params = {"path": path, "sha256": landed.sha256, "ingested_at": datetime.now(UTC)}
+            con.execute(text, {name: value for name, value in params.items() if f"${name}" in text})
         con.execute("commit")
         con.execute("checkpoint")
-    rows = con.execute("select count(*) from floor_raw").fetchone()[0]
+    table = "floor_offers" if kind == "skypilot" else "floor_runs"
+    rows = con.execute(f"select count(*) from {table}").fetchone()[0]  # noqa: S608 (one of two names)
     con.close()
+    landed_mb = (landing / landed.landed_path).stat().st_size / 1e6
     Path(database).unlink(missing_ok=True)
-    return {"seconds": t["s"], "rows": rows}
+    shutil.rmtree(landing, ignore_errors=True)
+    return {"seconds": t["s"], "cpu_s": t["cpu_s"], "rows": rows, "landed_mb": landed_mb}

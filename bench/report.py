@@ -22,7 +22,9 @@ def markdown(rows: list[Row], header: str, verdicts: list[str]) -> str:
         header,
         "",
         "Pipeline = the plain pipeline function (set-up and one-off imports excluded); floor = DuckDB doing the",
-        "step's core in the same run (bench/sql/*.sql), or for the nightly the same steps without Prefect;",
+        "step's core in the same run (bench/sql/*.sql), or for the nightly the same steps without Prefect; a file",
+        "ingest has two: the read floor (DuckDB reads the file into a table) and the store floor (the file landed",
+        "as the pipeline lands it, then its typed rows with lineage inserted in one pass, one transaction);",
         "ratio = pipeline / floor; peak = the measuring process's peak resident memory (MiB).",
         "",
         "| section | case | rows | pipeline s | floor s | ratio | peak MiB | floor peak MiB | notes |",
@@ -41,6 +43,26 @@ def _verdict(ok: bool) -> str:
     return "MET" if ok else "MISSED"
 
 
+def store_over_read(rows: list[Row], size: int) -> list[tuple[str, float]]:
+    """(file, store floor / read floor) of each ingest case measured at `size` rows, in the order run."""
+    read = {(r.section, _file_case(r.case)): r.floor_s for r in rows
+            if r.rows == size and r.section.startswith(("1.", "2.")) and STORE_FLOOR not in r.case}
+    out = []
+    for r in rows:
+        if r.rows != size or STORE_FLOOR not in r.case or not r.floor_s:
+            continue
+        floor = read.get((r.section, _file_case(r.case)))
+        if floor:
+            out.append((_file_case(r.case), r.floor_s / floor))
+    return out
+
+
+def _file_case(case: str) -> str:
+    """The ingest a case measures, without its floor ("ingest_telemetry_file (csv) vs read_csv" ->
+    "ingest_telemetry_file (csv)")."""
+    return case.split(" vs ", 1)[0]
+
+
 def targets(rows: list[Row], cfg: BenchConfig) -> list[str]:
     out = []
     top = max(cfg.data_sizes)
@@ -49,15 +71,22 @@ def targets(rows: list[Row], cfg: BenchConfig) -> list[str]:
     if data:
         worst = max(data, key=lambda r: r.ratio or 0)
         out.append(f"{_verdict(all((r.ratio or 0) <= 2 for r in data))}: every data step within 2x of its DuckDB "
-                   f"floor at {top:,} rows (worst: {worst.case}, {worst.ratio:.1f}x)")
+                   f"read floor at {top:,} rows (issue 25's bar as written; worst: {worst.case}, {worst.ratio:.1f}x)")
         peak = max(data, key=lambda r: r.peak_mb or 0)
         out.append(f"{_verdict(all((r.peak_mb or 0) <= GB for r in data))}: peak memory at most 1 GB for each "
                    f"ingest at {top:,} rows (highest: {peak.case}, {peak.peak_mb:.0f} MiB)")
     stored = [r for r in at_top if STORE_FLOOR in r.case]
     if stored:
         worst = max(stored, key=lambda r: r.ratio or 0)
-        out.append(f"(information) within {worst.ratio:.1f}x of the {STORE_FLOOR} at {top:,} rows (worst: "
-                   f"{worst.case}): DuckDB storing the same raw and typed rows with no checks")
+        out.append(f"{_verdict(all((r.ratio or 0) <= 2 for r in stored))}: every data step within 2x of its "
+                   f"{STORE_FLOOR} at {top:,} rows (the bar restated, issue 25; worst: {worst.case}, "
+                   f"{worst.ratio:.1f}x)")
+        floors = store_over_read(rows, top)
+        if floors:
+            listed = "; ".join(f"{case} {ratio:.1f}x the read floor (so within 2x of it only at or under "
+                               f"{2 / ratio:.2f}x the {STORE_FLOOR})" for case, ratio in floors)
+            out.append(f"(information) the {STORE_FLOOR} alone (land the file, store its typed rows with lineage in "
+                       f"one transaction, nothing else) at {top:,} rows: {listed}")
     for r in (r for r in rows if r.section.startswith("1b.") and r.peak_mb):
         gb = float(r.note.split(" GB", 1)[0])  # the note starts with the offer file's size
         out.append(f"{_verdict(r.peak_mb <= 1.5 * GB and gb >= 2.0)}: a 2 GB AWS offer CSV ingested with peak "

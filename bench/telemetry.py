@@ -19,7 +19,7 @@ from bench.common import (
     timed,
 )
 from bench.generate import write_telemetry
-from bench.prices import storage_note
+from bench.prices import storage_note, store_floor_note
 
 SECTION = "2. telemetry ingest"
 
@@ -40,7 +40,7 @@ def ingest(path: str, home: str) -> dict[str, Any]:
     storage = storage_figures(con, Path(home), before_bytes)
     if outcome.status != "loaded":
         raise RuntimeError(f"{path}: {outcome.status}: {outcome.error}")
-    return {"seconds": t["s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
+    return {"seconds": t["s"], "cpu_s": t["cpu_s"], "rows_read": outcome.rows_read, "rows_loaded": outcome.rows_loaded,
             "rows_quarantined": outcome.rows_quarantined, **storage}
 
 
@@ -64,5 +64,5 @@ def run(cfg: BenchConfig) -> list[Row]:
             ))
             rows.append(Row(SECTION, f"ingest_telemetry_file ({fmt}) vs {STORE_FLOOR}", n, result["seconds"],
                             store["seconds"], result["peak_mb"], store["peak_mb"],
-                            f"{store['rows']} raw records and runs stored"))
+                            store_floor_note(store, floor, "typed runs")))
     return rows

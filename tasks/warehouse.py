@@ -155,7 +155,7 @@ def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 def ingest_limits(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path) -> Iterator[None]:
     """Cap DuckDB's memory while a file is ingested (config/settings.toml [ingest]) with a spill folder, so a
     file of any size streams through DuckDB's out-of-core operators instead of growing the process."""
-    # the lifecycle frees the row order where it stores (tasks/ingest/lifecycle.py::_finish); the next file's
+    # the lifecycle frees the row order where it stores (tasks/ingest/lifecycle.py::_decide); the next file's
     # read needs it kept (a record's line is its row's place), so it is restored here, after commit or rollback
     [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
     try:

@@ -86,3 +86,58 @@ def test_offer_generator_repeats_the_real_rows_with_unique_skus(tmp_path: Path) 
     assert lines[:6] == sample[:6] and rows == len(lines) - 6 and rows % 44 == 0  # whole copies of the 44 rows
     assert lines[6] == '"00000000' + sample[6][1:] and lines[6 + 44] == '"00000001' + sample[6][1:]
     assert len(set(lines[6:])) == rows  # every record distinct (the sample's rows are; copies differ by SKU)
+
+
+def test_store_floor_lands_the_file_and_stores_one_typed_offer_per_price_with_its_line(tmp_path: Path) -> None:
+    from bench.floors import store_file
+
+    catalog = tmp_path / "sky.csv"
+    catalog.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,AvailabilityZone,SpotPrice\n"
+        "p4d.24xlarge,A100,8,96,1152,32.0,us-east-1,us-east-1a,12.0\n"   # line 2: on-demand and spot
+        "g5.xlarge,A10G,1,4,16,1.0,us-east-1,us-east-1b,\n"              # line 3: on-demand only
+        "m5.large,,,2,8,0.1,us-east-1,us-east-1a,0.05\n"                  # line 4: no GPU, nothing stored
+        "g4dn.xlarge,T4,1,4,16,,us-east-1,us-east-1c,0.2\n",               # line 5: spot only (no on-demand price)
+        encoding="utf-8")
+    result = store_file(str(catalog), str(tmp_path / "store.duckdb"), "skypilot")
+    assert result["rows"] == 4  # 2 + 1 + 0 + 1
+    assert result["landed_mb"] > 0
+    assert not (tmp_path / "store.duckdb").exists()  # the floor cleans up after itself
+
+
+def test_store_floor_rows_carry_the_landed_sha256_and_lines(tmp_path: Path) -> None:
+    import hashlib
+    from datetime import UTC, datetime
+
+    import duckdb
+
+    from bench.floors import floor_sql
+
+    runs = tmp_path / "runs.csv"
+    runs.write_text("run_id,num_gpus\nr1,8\nr2,16\n", encoding="utf-8")
+    sha = hashlib.sha256(runs.read_bytes()).hexdigest()
+    con = duckdb.connect()
+    con.execute(floor_sql("store_floor_read_csv"), {"path": str(runs)})
+    con.execute(floor_sql("store_floor_telemetry_csv"),
+                {"path": str(runs), "sha256": sha, "ingested_at": datetime.now(UTC)})
+    assert con.execute("select run_id, num_gpus, source_line, content_sha256 from floor_runs order by run_id"
+                       ).fetchall() == [("r1", 8, 2, sha), ("r2", 16, 3, sha)]  # header = line 1
+
+
+def test_report_states_both_floors_and_the_store_floor_over_the_read_floor() -> None:
+    from bench.common import BenchConfig, Row
+    from bench.report import store_over_read, targets
+
+    section = "1. price ingest (SkyPilot CSV)"
+    rows = [Row(section, "ingest_price_file vs read_csv", 10_000, 6.0, 1.0, 800, 500),
+            Row(section, "ingest_price_file vs store floor", 10_000, 6.0, 2.5, 800, 600)]
+    # store floor 2.5 s / read floor 1.0 s = 2.5x; the pipeline 6.0 s is 6.0x the read floor, 2.4x the store floor
+    assert store_over_read(rows, 10_000) == [("ingest_price_file", 2.5)]
+    cfg = BenchConfig(max_rows=10_000, rank_offers=1, rank_workloads=1)
+    said = "\n".join(targets(rows, cfg))
+    assert "MISSED: every data step within 2x of its DuckDB read floor at 10,000 rows" in said
+    assert "worst: ingest_price_file vs read_csv, 6.0x)" in said
+    assert "MISSED: every data step within 2x of its store floor at 10,000 rows" in said
+    assert "ingest_price_file vs store floor, 2.4x" in said
+    # to be within 2x of the read floor, within 2 / 2.5 = 0.80x of the store floor
+    assert "ingest_price_file 2.5x the read floor (so within 2x of it only at or under 0.80x the store floor)" in said

@@ -272,10 +272,14 @@ def _apply_in_one_transaction(
                     for name in dataset.history:
                         execute(con, name)
                 check_staged(con, dataset.suite, dict(dataset.parameters), checked)
-                _finish(con, dataset, file, outcome, staged, size_bytes)
+                _decide(con, dataset, outcome, staged)
+                if checked is None:  # staged inline: the file as read goes before the warehouse is written
+                    _free_file_as_read(con)
+                _store(con, dataset, file, outcome, size_bytes)
                 con.execute("commit")
             except BaseException:
                 _rollback(con)
+                _drop_staging_after_failure(con)
                 raise
     except BaseException as error:  # the limits restored or not (a full disk may fail that too)
         failure = None if isinstance(error, IngestAborted) else machine_failure(error)
@@ -328,13 +332,9 @@ def _read_error(dataset: Dataset, file: FileContext, error: BaseException) -> st
                                      error=describe_error(error))
 
 
-def _finish(
-    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, staged: Staged,
-    size_bytes: int,
-) -> None:
-    """The staged file, checked, stored: failures combined, counted, accepted rows stored, rejected rows
-    quarantined, staging dropped, the file registered (inside the caller's transaction, inside `ingest_limits`,
-    which restores the row order freed here)."""
+def _decide(con: duckdb.DuckDBPyConnection, dataset: Dataset, outcome: FileOutcome, staged: Staged) -> None:
+    """The staged file, checked and decided: failures combined, counted, the notes on its rejected rows (inside the
+    caller's transaction, inside `ingest_limits`, which restores the row order freed here)."""
     # Stored rows carry no order (every reader orders what it shows): freed, DuckDB writes them on every thread
     # instead of one (10^6 telemetry rows: raw records 3.1 -> 2.2 s, runs 2.6 -> 1.3 s)
     execute(con, "common/set_insertion_order", {"preserve": False})
@@ -342,10 +342,42 @@ def _finish(
     execute(con, dataset.failures)
     _count(con, outcome, staged)
     outcome.notes += dataset.notes(con)
+
+
+def _free_file_as_read(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the rejected rows' records, drop the file as read, and commit the transaction that staged and decided
+    the unit, then begin the one that writes the warehouse. DuckDB frees a dropped table's memory only when the
+    transaction that dropped it ends: the file as read (10^6 rows: 300 MB) would otherwise sit beside the staged
+    rows while they are stored, past the ingest's memory cap (spilled). Only TEMP tables were written so far, so
+    the unit is still stored whole or not at all: a crash before the second commit leaves the warehouse as it was
+    and the landed file unregistered (removed by `recover`). The history columns read in the first transaction
+    are still the warehouse's: apply is the one writer."""
+    execute(con, "ingest/keep_rejected_records")
+    if query(con, "ingest/staging_is_a_view", {"name": "staging_file_records"}).fetchall()[0][0]:
+        execute(con, "ingest/drop_staging_records_view")
+    else:
+        execute(con, "ingest/drop_staging_records_table")
+    execute(con, "ingest/drop_file_as_read")
+    execute(con, "ingest/rename_rejected_records")
+    con.execute("commit")
+    con.execute("begin transaction")
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, dataset: Dataset, file: FileContext, outcome: FileOutcome, size_bytes: int
+) -> None:
+    """The decided file stored: accepted rows stored, rejected rows quarantined, staging dropped, the file
+    registered (inside the caller's transaction)."""
     outcome.notes += dataset.store(con, file)
     quarantine_staged_rows(con, dataset.name, file.source_file, file.sha256, file.ingested_at)
     drop_staging(con)
     record_file(con, outcome, size_bytes, file.ingested_at)
+
+
+def _drop_staging_after_failure(con: duckdb.DuckDBPyConnection) -> None:
+    """After a rollback: the staged tables a committed first transaction left (`_free_file_as_read`), if any."""
+    with contextlib.suppress(duckdb.Error):
+        drop_staging(con)
 
 
 def drop_staging(con: duckdb.DuckDBPyConnection) -> None:

@@ -116,3 +116,59 @@ def test_staged_on_a_worker_or_inline_a_unit_is_applied_the_same(con, tmp_path) 
     assert [o.status for o in inline] == ["loaded", "loaded", "loaded"]
     assert figures(applied, worker) == figures(inline, con)
     worker.close()
+
+
+def _three_runs_one_without_gpus(tmp_path) -> tuple[object, str]:
+    """The sample's header and first three records, the second (line 3) with num_gpus emptied; its run_id."""
+    import csv
+
+    with SAMPLE.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header, records = next(reader), [next(reader) for _ in range(3)]
+    records[1][header.index("num_gpus")] = ""
+    path = tmp_path / "three_runs.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([header, *records])
+    return path, records[1][header.index("run_id")]
+
+
+def test_the_file_as_read_is_freed_before_the_warehouse_is_written(con, monkeypatch, tmp_path) -> None:
+    # Staged inline, a unit is decided in a first transaction of TEMP tables only; the file as read is dropped and
+    # that transaction committed (DuckDB frees a dropped table only then) before the store's transaction begins.
+    # What the store sees: no file as read, and of the records as read only the rejected one (line 3, its run_id).
+    path, rejected_run = _three_runs_one_without_gpus(tmp_path)
+    real_store, seen = TelemetryRuns.store, {}
+
+    def looking_store(self, con, file):
+        seen["tables"] = {name for (name,) in con.sql(
+            "select table_name from duckdb_tables() where temporary").fetchall()}
+        seen["records"] = con.sql("select raw_values->>'run_id' from staging_file_records").fetchall()
+        return real_store(self, con, file)
+
+    monkeypatch.setattr(TelemetryRuns, "store", looking_store)
+    outcome = ingest(con, path)
+    assert (outcome.status, outcome.rows_loaded, outcome.rows_quarantined) == ("loaded", 2, 1)
+    assert "staging_telemetry_file" not in seen["tables"]
+    assert seen["records"] == [(rejected_run,)]
+    assert con.sql("select source_line, raw_values->>'run_id' from quarantine.rejected_rows").fetchall() == [
+        (3, rejected_run)]
+    assert con.sql("select count(*) from duckdb_tables() where temporary").fetchall()[0][0] == 0
+
+
+def test_a_store_that_fails_after_the_file_is_freed_leaves_no_staged_table(con, monkeypatch, tmp_path) -> None:
+    # The first transaction (TEMP tables only) committed, the second fails: nothing is stored, nothing registered,
+    # no staged table is left on the connection, and the same file is ingested whole on the next try.
+    path, _ = _three_runs_one_without_gpus(tmp_path)
+    real_store = TelemetryRuns.store
+
+    def failing_store(self, con, file):
+        raise RuntimeError("disk full while storing")
+
+    monkeypatch.setattr(TelemetryRuns, "store", failing_store)
+    with pytest.raises(RuntimeError, match="disk full"):
+        ingest(con, path)
+    assert con.sql("select count(*) from duckdb_tables() where temporary").fetchall()[0][0] == 0
+    assert con.sql("select count(*) from raw.ingested_files").fetchall()[0][0] == 0
+    monkeypatch.setattr(TelemetryRuns, "store", real_store)
+    outcome = ingest(con, path)
+    assert (outcome.status, outcome.rows_loaded, outcome.rows_quarantined) == ("loaded", 2, 1)
