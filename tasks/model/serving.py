@@ -255,8 +255,11 @@ def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
         at = np.flatnonzero(scorable)
         for name in PREDICTION_COLUMNS:
             out.loc[at, name] = predicted[name].to_numpy(dtype="float64")
-        given = (frame["active_params_b"].cast(pl.String).str.strip_chars().fill_null("") != "").to_list() \
-            if "active_params_b" in frame.columns else [False] * frame.height
+        # active parameters the row gives below its total (an MoE row's own figure; else the shape's, if MoE)
+        active, total = (pd.to_numeric(pd.Series(frame[c].cast(pl.String).to_list() if c in frame.columns
+                                                 else [None] * frame.height), errors="coerce")
+                         for c in ("active_params_b", "params_b"))
+        given = (active < total).tolist()
         notes = assumption_notes(chosen, [g for g, ok in zip(given, scorable, strict=True) if ok])
         out.loc[at, EXTRAPOLATION] = [",".join(x for x in (flag, note) if x) for flag, note in
                                       zip(predicted[EXTRAPOLATION].astype(str), notes, strict=True)]

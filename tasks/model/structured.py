@@ -152,7 +152,8 @@ class Layout:
 
 @lru_cache(maxsize=4096)
 def parse_parallelism(text: str | None) -> Layout:
-    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'TP4 PP8 VP5', 'tp4 pp8', 'tp:2', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
+    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'TP4 PP8 VP5', 'tp4 pp8', 'tp:2',
+    'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
     'TP 1; ZeRO-1 shard group 8; micro_num 4', 'model-parallel 64 (TP<=8 x PP); DP 24' -> sizes. Unreadable parts
     count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():

@@ -6,10 +6,10 @@ Columns outside the contract pass through untouched.
 
 Vocabularies (precision family + recipe, workload, activation checkpointing) live in config/telemetry.toml
 (data, not code: the whole vocabulary is `load_vocabulary(telemetry)`, so any engine can apply it); GPU names
-resolve through the alias table: the exact spelling first, else the spelling trimmed, lower-cased and with runs of
-spaces collapsed when that key names one GPU only (`folded_gpus`: "nvidia h100 80gb hbm3" finds "NVIDIA H100 80GB
-HBM3"; "rtx6000" and "RTX6000" name two GPUs, so "Rtx6000" stays unknown). Values that cannot be read as their type are not guessed:
-they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
+resolve through the alias table: the exact spelling first, else the spelling trimmed, lower-cased and with runs
+of spaces collapsed when that key names one GPU only (`folded_gpus`: "nvidia h100 80gb hbm3" finds "NVIDIA H100
+80GB HBM3"; "rtx6000" and "RTX6000" name two GPUs, so "Rtx6000" stays unknown). Values that cannot be read as
+their type are not guessed: they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
 """
 
 from __future__ import annotations
