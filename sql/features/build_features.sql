@@ -120,23 +120,25 @@ joined as (
 -- an MoE model (by its shape: more routed experts than it routes each token to) whose row gives no active
 -- parameters (normalised: active = total) runs only top_k of its experts: active = total - (experts - top_k) x
 -- FFN matrices (3: SwiGLU, when the shape does not say) x d_model x expert FFN x layers with experts
+idle_experts as (
+    select
+        *,
+        (shape_moe_experts - shape_moe_top_k)::double * coalesce(shape_ffn_matrices, 3) * shape_d_model
+        * shape_moe_expert_ffn * (shape_n_layers - coalesce(shape_moe_dense_layers, 0)) / 1e9 as idle_expert_params_b
+    from joined
+),
+
 moe_active as (
     select
-        * replace (
+        * exclude (idle_expert_params_b) replace (
             case
                 when active_params_b >= params_b and shape_moe_experts > shape_moe_top_k
-                    and shape_n_layers > coalesce(shape_moe_dense_layers, 0) and shape_d_model > 0
-                    and shape_moe_expert_ffn > 0
-                    and params_b - (shape_moe_experts - shape_moe_top_k)::double * coalesce(shape_ffn_matrices, 3)
-                    * shape_d_model * shape_moe_expert_ffn * (shape_n_layers - coalesce(shape_moe_dense_layers, 0))
-                    / 1e9 > 0
-                    then params_b - (shape_moe_experts - shape_moe_top_k)::double * coalesce(shape_ffn_matrices, 3)
-                    * shape_d_model * shape_moe_expert_ffn * (shape_n_layers - coalesce(shape_moe_dense_layers, 0))
-                    / 1e9
+                    and idle_expert_params_b > 0 and params_b - idle_expert_params_b > 0
+                    then params_b - idle_expert_params_b
                 else active_params_b
             end as active_params_b
         )
-    from joined
+    from idle_experts
 ),
 
 flops as (
