@@ -259,7 +259,7 @@ def test_flags_without_calibration_data_widen_once() -> None:
     # scale b0 = mean log |r| of all 32 rows after removing the unfitted widening: (30 ln 0.1 + 2 ln(0.2 / 1.5)) / 32
     b0 = (30 * math.log(0.1) + 2 * math.log(0.2 / 1.5)) / 32
     assert conformal.scale(["", "moe_little_data,moe", "moe"]) == pytest.approx(
-        [math.exp(b0), 1.5 * math.exp(b0), 1.5 * math.exp(b0)], rel=1e-6)
+        [math.exp(b0), 1.5 * math.exp(b0), 1.5 * math.exp(b0)], rel=1e-5)
 
 
 def test_a_new_moe_model_is_calibrated_per_model_not_per_run() -> None:
@@ -299,7 +299,7 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
     # -> E's score 0.5 / scale_new. The seen-model class: 20 scores of 1.0 -> 1.0. Per run it would have been the
     # ceil(25 x 0.8) = 20th smallest of 24: model A's 0.1 / scale_new
     assert dict(zip(("moe_new_model", "moe_seen_model"), conformal.class_quantiles, strict=True)) == pytest.approx(
-        {"moe_new_model": 0.5 / scale_new, "moe_seen_model": 1.0})
+        {"moe_new_model": 0.5 / scale_new, "moe_seen_model": 1.0}, rel=1e-5)  # lsq_linear: see above
     assert conformal.half_width(["moe,unseen_model", "moe", ""]) == pytest.approx([0.5, 0.1, 0.1])
     # a class whose residuals come from fewer than 3 models is not calibrated on its own: the seen-model runs all of
     # one model -> the quantile of all 44 MoE scores, the ceil(45 x 0.8) = 36th smallest: 20 of A's 0.1 / scale_new =
@@ -307,7 +307,7 @@ def test_novelty_classes_get_their_own_quantile_with_a_fallback() -> None:
     one_model = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
                                               residual_floor=0.01, models=["d"] * 30 + ["s1"] * 20 + models[50:])
     assert 0.1 / scale_new == pytest.approx(0.8192, rel=1e-4)
-    assert one_model.class_quantiles[1] == pytest.approx(one_model.moe_quantile) == pytest.approx(1.0)
+    assert one_model.class_quantiles[1] == pytest.approx(one_model.moe_quantile) == pytest.approx(1.0, rel=1e-5)
     # with fewer than min_flag_rows (20) residuals of a class: all MoE residuals' quantile; fewer than 20 MoE
     # residuals too: the pooled q x default_widening 1.5
     few = NormalisedConformal.calibrate(residuals[:54], flags[:54], 0.8, min_flag_rows=20, default_widening=1.5,
