@@ -7,8 +7,29 @@
 -- $matmul_ceilings: data/reference/gpu_matmul_ceilings.csv (gpu -> measured maximum achievable matmul
 -- TFLOP/s and the theoretical peak it was measured against, bf16 and fp8, and the board power limit of the part
 -- it was measured on).
-with runs as (
-    select * from feature_input
+with shape_names as (
+    select model_name from read_csv($model_shapes, header = true, all_varchar = true)
+),
+
+-- a name model_shapes.csv does not spell exactly is matched case-insensitively and without a hub organisation
+-- ("meta-llama/Llama-3.1-70B" -> Llama-3.1-70B), where that key names one shape only
+folded_shape_names as (
+    select
+        lower(model_name) as name_key,
+        min(model_name) as model_name
+    from shape_names
+    group by lower(model_name)
+    having count(*) = 1
+),
+
+runs as (
+    select
+        feature_input.*,
+        coalesce(exact_name.model_name, folded_name.model_name) as shape_model_name
+    from feature_input
+    left join shape_names as exact_name on feature_input.model_name = exact_name.model_name
+    left join folded_shape_names as folded_name
+        on lower(trim(regexp_replace(feature_input.model_name, '^.*/', ''))) = folded_name.name_key
 ),
 
 specs as (
@@ -93,7 +114,31 @@ joined as (
     from runs
     left join specs on runs.gpu = specs.gpu
     left join ceilings on runs.gpu = ceilings.gpu
-    left join shapes on runs.model_name = shapes.model_name
+    left join shapes on runs.shape_model_name = shapes.model_name
+),
+
+-- an MoE model (by its shape: more routed experts than it routes each token to) whose row gives no active
+-- parameters (normalised: active = total) runs only top_k of its experts: active = total - (experts - top_k) x
+-- FFN matrices (3: SwiGLU, when the shape does not say) x d_model x expert FFN x layers with experts
+idle_experts as (
+    select
+        *,
+        (shape_moe_experts - shape_moe_top_k)::double * coalesce(shape_ffn_matrices, 3) * shape_d_model
+        * shape_moe_expert_ffn * (shape_n_layers - coalesce(shape_moe_dense_layers, 0)) / 1e9 as idle_expert_params_b
+    from joined
+),
+
+moe_active as (
+    select
+        * exclude (idle_expert_params_b) replace (
+            case
+                when active_params_b >= params_b and shape_moe_experts > shape_moe_top_k
+                    and idle_expert_params_b > 0 and params_b - idle_expert_params_b > 0
+                    then params_b - idle_expert_params_b
+                else active_params_b
+            end as active_params_b
+        )
+    from idle_experts
 ),
 
 flops as (
@@ -102,7 +147,7 @@ flops as (
         coalesce(attention_flops_per_token(shape_n_layers, shape_d_model, seq_len), 0.0)
             as attention_flops_per_token,                                   -- FLOPs per token
         shape_n_layers is not null and shape_d_model is not null as attention_term_known
-    from joined
+    from moe_active
 ),
 
 per_token as (

@@ -4,7 +4,9 @@
 -- text cells are trimmed and plain numbers and timestamps read here (sql/telemetry/normalise_macros.sql); every
 -- spelling and every other cell is looked up in `telemetry_spellings` (that module's code, once per distinct text,
 -- registered by tasks/telemetry/ingest.py); GPU names in `telemetry_gpu_lookup` (the alias table plus each
--- canonical id). record_hash: SHA-256 of the contract values as polars writes them, joined by U+001F, null as
+-- canonical id), else, trimmed, lower-cased and with runs of spaces collapsed, in `telemetry_gpu_folded` (keys that
+-- name one GPU only: tasks/telemetry/normalise.py::folded_gpus). record_hash: SHA-256 of the contract values as
+-- polars writes them, joined by U+001F, null as
 -- U+0000, each late optional column as U+001F name=value where given (a record stored before those columns keeps
 -- its hash): equal hashes = the same record, whatever the file format (sql/telemetry/classify_runs.sql).
 create or replace temp view staging_normalised_runs as
@@ -18,7 +20,7 @@ parsed as (
         cells.source_line,
         cells.run_id,
         cells.gpu,
-        gpus.gpu as gpu_id,
+        coalesce(gpus.gpu, folded_gpus.gpu) as gpu_id,
         telemetry_integer(cells.num_gpus, num_gpus_spelling.whole) as num_gpus,
         telemetry_number(cells.params_b, params_b_spelling.number) as params_b,
         telemetry_number(cells.active_params_b, active_params_b_spelling.number) as active_params_b,
@@ -122,6 +124,8 @@ parsed as (
         scale_out_gbps_per_gpu_spelling.unparsed as scale_out_gbps_per_gpu_unparsed
     from telemetry_cells as cells
     left join telemetry_gpu_lookup as gpus on cells.gpu = gpus.alias
+    left join telemetry_gpu_folded as folded_gpus
+        on regexp_replace(lower(trim(cells.gpu)), '\s+', ' ', 'g') = folded_gpus.alias
     left join spellings as num_gpus_spelling
         on num_gpus_spelling.column_name = 'num_gpus'
             and cells.num_gpus = num_gpus_spelling.text

@@ -37,6 +37,8 @@ final as (
                 then peaks.precision
         end as precision_without_peak,
         peaks.active_params_b / peaks.params_b as active_params_share,
+        -- routed experts per token over routed experts (above 1 impossible; null without both, or no expert)
+        case when peaks.moe_experts > 0 then peaks.moe_top_k::double / peaks.moe_experts end as moe_top_k_share,
         -- implied model FLOP/s per GPU (parameter term only) over the dense peak: > 1 is impossible, below
         -- min_implied_peak_ratio implausible; null for a throughput that is not positive (its own check says so)
         case when peaks.tokens_per_sec_per_gpu > 0

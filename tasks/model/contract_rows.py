@@ -9,6 +9,7 @@ their physics bound by the feature SQL (tasks.features), in an in-memory DuckDB 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ import pandas as pd
 import polars as pl
 
 from tasks.features import build_features
+from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
 from tasks.telemetry.config import Telemetry
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
@@ -66,16 +68,21 @@ class ContractFeatures:
 
     vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.telemetry.normalise.load_vocabulary at training
     files: Mapping[str, str]                       # REFERENCE_FILES name -> local path
+    # config/telemetry.toml [validation] bounds at training, (name, value): a row outside them is not scored, as
+    # the ingest quarantines it (versions registered before: none, those rows scored as they were)
+    limits: tuple[tuple[str, float], ...] = ()
 
     @classmethod
     def configured(cls, telemetry: Telemetry, reference: ReferenceFiles) -> ContractFeatures:
         """The vocabulary of config/telemetry.toml and the reference files config/settings.toml [reference] names
         (what a training joins its telemetry with)."""
         files: dict[str, str] = {name: str(reference.path(name)) for name in REFERENCE_FILES}
-        return cls(vocabulary=load_vocabulary(telemetry), files=files)
+        bounds = telemetry.validation
+        limits = tuple((name, float(getattr(bounds, name))) for name in LIMITS)
+        return cls(vocabulary=load_vocabulary(telemetry), files=files, limits=limits)
 
     def with_files(self, files: Mapping[str, str]) -> ContractFeatures:
-        return ContractFeatures(vocabulary=self.vocabulary, files=dict(files))
+        return ContractFeatures(vocabulary=self.vocabulary, files=dict(files), limits=self.limits)
 
     def build(self, rows: pl.DataFrame) -> tuple[pl.DataFrame, list[str | None]]:
         """Feature rows (build_features output, in input order) and why each row cannot be scored (None: it can)."""
@@ -90,17 +97,74 @@ class ContractFeatures:
             features = build_features(con, runs, str(files["model_shapes"]), str(files["matmul_ceilings"]))
         finally:
             con.close()
-        return features, unscored_reasons(runs, features)
+        return features, unscored_reasons(runs, features, dict(self.limits))
 
 
-def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame) -> list[str | None]:
+# number columns a text such as "NaN" or "inf" reads into as a float
+FINITE_COLUMNS = ("params_b", "active_params_b", "scale_out_gbps_per_gpu")
+# config/telemetry.toml [validation] bounds a prediction input is held to, as the ingest holds telemetry to them
+LIMITS = ("max_num_gpus", "min_params_b", "max_params_b", "max_seq_len", "max_micro_batch")
+
+
+def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame,
+                     limits: Mapping[str, float] | None = None) -> list[str | None]:
     """Why each row cannot be scored (None when it can). `runs` are normalise_runs output and `features`
-    build_features output for the same rows, in the same order."""
+    build_features output for the same rows, in the same order; `limits` config/telemetry.toml [validation]
+    bounds (LIMITS)."""
     reasons: list[str | None] = []
     for run, feature in zip(runs.iter_rows(named=True), features.iter_rows(named=True), strict=True):
-        problems = _run_problems(run) or _feature_problems(run, feature)
+        problems = (_run_problems(run) + _machine_problems(run) + _bound_problems(run, limits or {})
+                    or _feature_problems(run, feature))
         reasons.append("; ".join(problems) or None)
     return reasons
+
+
+def _bound_problems(run: Mapping[str, Any], limits: Mapping[str, float]) -> list[str]:
+    """Values beyond what any real run has (the ingest's [validation] bounds, which quarantine such telemetry)."""
+    problems = []
+    for column, name, above in (("num_gpus", "max_num_gpus", True), ("params_b", "max_params_b", True),
+                                ("params_b", "min_params_b", False), ("seq_len", "max_seq_len", True),
+                                ("micro_batch", "max_micro_batch", True)):
+        value, bound = run.get(column), limits.get(name)
+        if value is None or bound is None or not 0 < value < math.inf:
+            continue
+        if (value > bound) if above else (value < bound):
+            problems.append(f"{column} must be {'at most' if above else 'at least'} {bound:g} "
+                            f"(config/telemetry.toml [validation] {name})")
+    return problems
+
+
+def _machine_problems(run: Mapping[str, Any]) -> list[str]:
+    """Machine, batch and MoE values no run can have: a network of no bandwidth, a scale-up domain of no GPU, an MoE
+    shape routing a token to more experts than there are, more active parameters than parameters."""
+    problems = [f"{column} must be a finite number (got {value})" for column in FINITE_COLUMNS
+                if isinstance(value := run.get(column), float) and not math.isfinite(value)]
+    if problems:
+        return problems
+    for column, floor in (("scale_up_domain_gpus", 1), ("moe_experts", 1), ("moe_top_k", 1), ("moe_expert_ffn", 1),
+                          ("micro_batch", 1), ("global_batch_tokens", 1), ("n_layers", 1), ("d_model", 1)):
+        value = run.get(column)
+        if value is not None and value < floor:
+            problems.append(f"{column} must be at least {floor}")
+    shared = run.get("moe_shared_experts")
+    if shared is not None and shared < 0:
+        problems.append("moe_shared_experts must be 0 or more")
+    out = run.get("scale_out_gbps_per_gpu")
+    if out is not None and not out > 0:
+        problems.append("scale_out_gbps_per_gpu must be above 0 (Gb/s per GPU)")
+    experts, top_k = run.get("moe_experts"), run.get("moe_top_k")
+    if experts is not None and top_k is not None and experts >= 1 and top_k > experts:
+        problems.append(f"moe_top_k {top_k} exceeds moe_experts {experts}")
+    total, active = run.get("params_b"), run.get("active_params_b")
+    if total is not None and active is not None:
+        if not active > 0:
+            problems.append("active_params_b must be above 0")
+        elif active > total:
+            problems.append(f"active_params_b {active:g} exceeds params_b {total:g}")
+    if run.get("workload") is None and run.get("workload_name") is not None:
+        problems.append(f"unknown workload {run['workload_name']!r} (pretrain, sft, lora or qlora; spellings in "
+                        f"config/telemetry.toml [workload])")
+    return problems
 
 
 def _run_problems(run: Mapping[str, Any]) -> list[str]:
@@ -134,6 +198,10 @@ def _feature_problems(run: Mapping[str, Any], feature: Mapping[str, Any]) -> lis
         return [f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv"]
     if feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
         return ["physics bound cannot be computed (FLOPs per token unknown)"]
+    experts = feature.get("moe_experts")
+    ep = parse_parallelism(run.get("parallelism")).ep
+    if feature.get("is_moe") and experts is not None and ep > experts:
+        return [f"EP {ep} exceeds the model's {experts} routed experts (an expert-parallel rank would hold none)"]
     return []
 
 

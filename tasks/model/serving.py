@@ -213,14 +213,18 @@ class TokenEfficiencyModel:
 UNSCORED_REASON = "unscored_reason"   # why a row has no prediction (None when it has one)
 
 
-def assumption_notes(features: pl.DataFrame) -> list[str]:
-    """Per feature row, what the prediction assumed for the machine instead of the row:
-    "machine_defaulted[scale_up_domain_gpus=8; scale_out_gbps_per_gpu=400]" (the GPU system's defaults of
-    data/reference/gpu_specs.csv, for the columns the row did not give). (An MoE shape estimated from the
+def assumption_notes(features: pl.DataFrame, active_given: list[bool] | None = None) -> list[str]:
+    """Per feature row, what the prediction assumed instead of the row: "active_params_from_shape" (an MoE model,
+    by its shape, whose row gave no active_params_b: its active parameters from the shape's experts, top-k and
+    expert FFN), "machine_defaulted[scale_up_domain_gpus=8; scale_out_gbps_per_gpu=400]" (the GPU system's defaults
+    of data/reference/gpu_specs.csv, for the columns the row did not give). (An MoE shape estimated from the
     parameter counts is an extrapolation flag, "moe_shape_estimated", which widens the interval.)"""
     notes = []
-    for row in features.iter_rows(named=True):
+    given = active_given if active_given is not None else [True] * features.height
+    for row, active in zip(features.iter_rows(named=True), given, strict=True):
         parts = []
+        if not active and row.get("is_moe"):
+            parts.append("active_params_from_shape")
         defaulted = [f"{c}={row.get(c) if row.get(c) is not None else 'unknown'}"
                      for c, flag in (("scale_up_domain_gpus", "scale_up_defaulted"),
                                      ("scale_out_gbps_per_gpu", "scale_out_defaulted"))
@@ -244,11 +248,19 @@ def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
     out[EXTRAPOLATION] = pd.Series([None] * frame.height, dtype=object)
     if any(scorable):
         chosen = engineered.filter(pl.Series(scorable, dtype=pl.Boolean))
-        predicted = model.predict(model.model_input(chosen))
+        # absurd but readable values (a 1e300 network, a zero-width shape) may overflow on the way: the row then
+        # gets no prediction and says why (below), instead of a floating-point warning or error
+        with np.errstate(all="ignore"):
+            predicted = model.predict(model.model_input(chosen))
         at = np.flatnonzero(scorable)
         for name in PREDICTION_COLUMNS:
             out.loc[at, name] = predicted[name].to_numpy(dtype="float64")
-        notes = assumption_notes(chosen)
+        # active parameters the row gives below its total (an MoE row's own figure; else the shape's, if MoE)
+        active, total = (pd.to_numeric(pd.Series(frame[c].cast(pl.String).to_list() if c in frame.columns
+                                                 else [None] * frame.height), errors="coerce")
+                         for c in ("active_params_b", "params_b"))
+        given = (active < total).tolist()
+        notes = assumption_notes(chosen, [g for g, ok in zip(given, scorable, strict=True) if ok])
         out.loc[at, EXTRAPOLATION] = [",".join(x for x in (flag, note) if x) for flag, note in
                                       zip(predicted[EXTRAPOLATION].astype(str), notes, strict=True)]
         for position, value in zip(at, predicted["predicted_tokens_per_sec_per_gpu"].to_numpy(), strict=True):

@@ -124,6 +124,12 @@ PRIORS: dict[str, tuple[str, str]] = {
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
 
 
+# a layout size: the name, then "=", ":", spaces or nothing, then the number ("TP 4", "TP=4", "tp:4", "TP4")
+_SIZE = r"\s*[=:]?\s*(\d+)"
+# the text names an expert-parallel size
+EP_NAMED = re.compile(r"(?<![A-Za-z])EP\s*[=:]?\s*\d", flags=re.IGNORECASE)
+
+
 def _first_int(pattern: str, text: str) -> int | None:
     match = re.search(pattern, text, flags=re.IGNORECASE)
     return int(match.group(1)) if match else None
@@ -146,7 +152,8 @@ class Layout:
 
 @lru_cache(maxsize=4096)
 def parse_parallelism(text: str | None) -> Layout:
-    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
+    """'TP=4, PP=8, VP=12, GA=16', 'TP 4 PP 8 CP 2 EP 8 ETP 1', 'TP4 PP8 VP5', 'tp4 pp8', 'tp:2',
+    'FSDP 32, TP 8', 'FSDP FULL_SHARD; grad_accum 2',
     'TP 1; ZeRO-1 shard group 8; micro_num 4', 'model-parallel 64 (TP<=8 x PP); DP 24' -> sizes. Unreadable parts
     count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():
@@ -154,13 +161,13 @@ def parse_parallelism(text: str | None) -> Layout:
     t = text.replace("AsyncTP", "TP")
 
     def size(name: str) -> int:
-        value = _first_int(rf"(?<![A-Za-z]){name}\s*[= ]\s*(\d+)", t)
+        value = _first_int(rf"(?<![A-Za-z]){name}{_SIZE}", t)
         return max(1, value) if value else 1
 
-    grad_accum = (_first_int(r"(?<![A-Za-z])GA\s*[= ]\s*(\d+)", t) or _first_int(r"grad_accum\s*(\d+)", t)
+    grad_accum = (_first_int(r"(?<![A-Za-z])GA" + _SIZE, t) or _first_int(r"grad_accum\s*(\d+)", t)
                   or _first_int(r"micro_num\s*(\d+)", t))
-    vp_text = _first_int(r"(?<![A-Za-z])VP\s*[= ]\s*(\d+)", t)
-    etp_text = _first_int(r"(?<![A-Za-z])ETP\s*[= ]\s*(\d+)", t)
+    vp_text = _first_int(r"(?<![A-Za-z])VP" + _SIZE, t)
+    etp_text = _first_int(r"(?<![A-Za-z])ETP" + _SIZE, t)
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
     fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
                           flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
@@ -368,7 +375,7 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
     texts = _text(frame, "parallelism")
     layouts = [parse_parallelism(t) for t in texts]
-    ep_named = np.array([bool(re.search(r"(?<![A-Za-z])EP\s*[= ]\s*\d", t or "")) for t in texts])
+    ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in texts])
     etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
@@ -454,7 +461,7 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     shared = np.nan_to_num(_num(frame, "moe_shared_experts"), nan=0.0)
     dense_layers = np.nan_to_num(_num(frame, "moe_dense_layers"), nan=0.0)
     known = np.isfinite(experts) & np.isfinite(top_k) & np.isfinite(expert_ffn) & (experts > 0) & (top_k > 0)
-    ep_named = np.array([bool(re.search(r"(?<![A-Za-z])EP\s*[= ]\s*\d", t or "")) for t in _text(frame, "parallelism")])
+    ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in _text(frame, "parallelism")])
     moe_shape_estimated = moe & ~known
     guess = estimated_moe_shape(params, active, layers, width, matrices, cfg)
     experts = np.where(known, experts, guess.experts)

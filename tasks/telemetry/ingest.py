@@ -31,7 +31,7 @@ from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
 from tasks.telemetry.config import TelemetryValidation
 from tasks.telemetry.contract import INPUT_KINDS
-from tasks.telemetry.normalise import canonical_gpus, look_up_spellings, unknown_spellings
+from tasks.telemetry.normalise import canonical_gpus, folded_gpus, look_up_spellings, unknown_spellings
 from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
@@ -132,6 +132,7 @@ class TelemetryRuns:
         with (
             registered(con, "telemetry_contract_columns", CONTRACT_COLUMNS),
             registered(con, "telemetry_gpu_lookup", as_arrow(canonical_gpus(self.aliases))),
+            registered(con, "telemetry_gpu_folded", as_arrow(folded_gpus(self.aliases))),
         ):
             execute(con, "telemetry/contract_cells")
             counted = query(con, "telemetry/spellings_to_look_up")

@@ -6,8 +6,10 @@ Columns outside the contract pass through untouched.
 
 Vocabularies (precision family + recipe, workload, activation checkpointing) live in config/telemetry.toml
 (data, not code: the whole vocabulary is `load_vocabulary(telemetry)`, so any engine can apply it); GPU names
-resolve through the alias table (exact, case-sensitive). Values that cannot be read as their type are not guessed:
-they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
+resolve through the alias table: the exact spelling first, else the spelling trimmed, lower-cased and with runs
+of spaces collapsed when that key names one GPU only (`folded_gpus`: "nvidia h100 80gb hbm3" finds "NVIDIA H100
+80GB HBM3"; "rtx6000" and "RTX6000" name two GPUs, so "Rtx6000" stays unknown). Values that cannot be read as
+their type are not guessed: they become null and are named in `unparsed_fields` (the ingest quarantines such rows).
 """
 
 from __future__ import annotations
@@ -127,6 +129,26 @@ def canonical_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([aliases.select("alias", "gpu"), identity])
 
 
+def folded_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
+    """`canonical_gpus` keyed by `spelling_key` (alias, gpu), keys that name one GPU only: the case-insensitive
+    fallback of a GPU name no alias spells exactly. A key two GPUs share (GCP `rtx6000` vs Lambda `RTX6000`) is left
+    out, so only the exact spellings find them."""
+    lookup = canonical_gpus(aliases)
+    folded = pl.DataFrame({"alias": [spelling_key(a) for a in lookup["alias"].to_list()], "gpu": lookup["gpu"]})
+    return (folded.unique().group_by("alias").agg(pl.col("gpu").first(), pl.len().alias("n"))
+            .filter(pl.col("n") == 1).select("alias", "gpu").sort("alias"))
+
+
+def gpu_ids(names: pl.Series, aliases: pl.DataFrame) -> pl.Series:
+    """Canonical GPU ids of trimmed GPU names (null: unknown): the exact alias, else the folded one."""
+    exact = pl.DataFrame({"alias": names}).join(canonical_gpus(aliases), on="alias", how="left",
+                                                maintain_order="left")["gpu"]
+    keys = per_distinct(names, spelling_key, pl.String())
+    folded = pl.DataFrame({"alias": keys}).join(folded_gpus(aliases), on="alias", how="left",
+                                                maintain_order="left")["gpu"]
+    return exact.fill_null(folded).rename("gpu")
+
+
 def normalise_runs(
     frame: pl.DataFrame, aliases: pl.DataFrame, vocabulary: dict[str, dict[str, Any]]
 ) -> pl.DataFrame:
@@ -149,9 +171,8 @@ def normalise_runs(
                 named = named.scatter(index, [f"{column}={t!r}" for t in text.gather(index).to_list()])
             unparsed.append(named)
 
-    lookup = canonical_gpus(aliases)
     gpu_names = parsed["gpu"]
-    gpu = pl.DataFrame({"alias": gpu_names}).join(lookup, on="alias", how="left", maintain_order="left")["gpu"]
+    gpu = gpu_ids(gpu_names, aliases)
 
     family_recipe = per_distinct(
         parsed["precision"], lambda t: "\x1f".join(precision_of(t, vocabulary) or ("", "")), pl.String())

@@ -137,3 +137,38 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
     # the one A100 run (sample line 79) loads
     assert (good.status, good.rows_loaded) == ("loaded", 1)
     assert current_runs(con)["run_id"].to_list() == [A100]
+
+
+def test_impossible_machine_and_moe_values_are_quarantined_with_their_reason(con, tmp_path: Path) -> None:
+    """A network of no bandwidth, a scale-up domain of no GPU, an MoE shape with no expert, top-k above the experts,
+    a negative count of shared experts: each quarantined with its reason; the same row with sound values loads."""
+    base = sample_rows(GOOD).to_dicts()[0]
+    faults = [
+        {},                                                                  # line 2: good
+        {"scale_out_gbps_per_gpu": "0"},                                     # line 3
+        {"scale_out_gbps_per_gpu": "-400"},                                  # line 4
+        {"scale_up_domain_gpus": "0"},                                       # line 5
+        {"moe_experts": "0"},                                                # line 6
+        {"moe_experts": "4", "moe_top_k": "8"},                              # line 7
+        {"moe_top_k": "0"},                                                  # line 8
+        {"moe_expert_ffn": "0"},                                             # line 9
+        {"moe_shared_experts": "-1"},                                        # line 10
+        {"scale_up_domain_gpus": "72", "scale_out_gbps_per_gpu": "800",     # line 11: good
+         "moe_experts": "8", "moe_top_k": "2"},
+    ]
+    columns = ("scale_out_gbps_per_gpu", "scale_up_domain_gpus", "moe_experts", "moe_top_k", "moe_expert_ffn",
+               "moe_shared_experts")
+    rows = [{**base, **dict.fromkeys(columns), "run_id": f"r{i}", **fault} for i, fault in enumerate(faults)]
+    path = tmp_path / "machines.csv"
+    pl.DataFrame(rows, schema={c: pl.String for c in rows[0]}).write_csv(path)
+    ingest(con, path)
+    reasons = dict(zip(rejected(con)["source_line"].to_list(), rejected(con)["failed_check"].to_list(), strict=True))
+    assert sorted(reasons) == [3, 4, 5, 6, 7, 8, 9, 10]
+    assert "scale_out_gbps_per_gpu, when given, must be above 0" in reasons[3] and reasons[3] == reasons[4]
+    assert "scale_up_domain_gpus, when given, must be at least 1" in reasons[5]
+    assert "moe_experts, when given, must be at least 1" in reasons[6]
+    assert "moe_top_k must not exceed moe_experts" in reasons[7]
+    assert "moe_top_k, when given, must be at least 1" in reasons[8]
+    assert "moe_expert_ffn, when given, must be at least 1" in reasons[9]
+    assert "moe_shared_experts, when given, must be 0 or more" in reasons[10]
+    assert sorted(current_runs(con)["run_id"].to_list()) == ["r0", "r9"]
