@@ -500,8 +500,11 @@ def test_predict_refuses_a_header_only_input_and_leaves_rows_outside_the_bounds_
     returncode, stderr = gpucost(work_home, "predict", str(header_only), "-o", str(tmp_path / "o.csv"), timeout=120)
     assert returncode == 1
     assert_one_line(stderr, "header.csv: no rows to predict (a header only)")
+    # the 4th row stays a real run: its own params_b, not a 7 beside its 30B active parameters (that row is
+    # refused on its own account, "active_params_b 29.9752 exceeds params_b 7")
+    params_b = sample["params_b"].to_list()
     absurd = sample.with_columns(pl.Series("num_gpus", ["1000000000", "8", "8", "8"]),
-                                 pl.Series("params_b", ["7", "1e-300", "7", "7"]),
+                                 pl.Series("params_b", [params_b[0], "1e-300", params_b[2], params_b[3]]),
                                  pl.Series("micro_batch", ["2", "2", "-4", "2"]))
     rows_in, rows_out = tmp_path / "absurd.csv", tmp_path / "predicted.csv"
     absurd.write_csv(rows_in)
