@@ -8,33 +8,22 @@ from collections.abc import Callable
 
 import polars as pl
 
-from tasks.telemetry.config import TelemetryValidation
+from tasks.telemetry.config import TelemetryValidation, outside_bounds
 
 ROW = "_predict_row"
-
-
-def bounds(validation: TelemetryValidation) -> dict[str, tuple[float, float]]:
-    """column -> (lowest, highest) allowed, both included."""
-    return {
-        "num_gpus": (1, validation.max_num_gpus),
-        "params_b": (validation.min_params_b, validation.max_params_b),
-        "active_params_b": (validation.min_params_b, validation.max_params_b),
-        "seq_len": (1, validation.max_seq_len),
-        "micro_batch": (1, validation.max_micro_batch),
-    }
 
 
 def out_of_bounds(rows: pl.DataFrame, validation: TelemetryValidation) -> pl.Series:
     """Per row, why it is outside the bounds ("; "-joined), or null. A value that is not a number is left to the
     model's own reading (it names unreadable values itself)."""
     reasons = []
-    for column, (low, high) in bounds(validation).items():
+    for column, (low, high) in validation.column_bounds().items():
         if column not in rows.columns:
             continue
         value = pl.col(column).cast(pl.String).str.strip_chars().cast(pl.Float64, strict=False)
+        template = outside_bounds(column, "{}", low, high)
         reasons.append(pl.when(value.is_not_null() & (value.is_nan() | (value < low) | (value > high)))
-                       .then(pl.format(f"{column} {{}} outside {low:g}..{high:g} (config/telemetry.toml "
-                                       "[validation])", pl.col(column).cast(pl.String)))
+                       .then(pl.format(template, pl.col(column).cast(pl.String)))
                        .otherwise(None))
     if not reasons:
         return pl.Series("reason", [None] * rows.height, dtype=pl.String)

@@ -21,7 +21,7 @@ import polars as pl
 from tasks.features import build_features
 from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
-from tasks.telemetry.config import Telemetry
+from tasks.telemetry.config import Telemetry, outside_bounds, plain_number
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs
 from tasks.warehouse import connect
@@ -68,17 +68,17 @@ class ContractFeatures:
 
     vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.telemetry.normalise.load_vocabulary at training
     files: Mapping[str, str]                       # REFERENCE_FILES name -> local path
-    # config/telemetry.toml [validation] bounds at training, (name, value): a row outside them is not scored, as
-    # the ingest quarantines it (versions registered before: none, those rows scored as they were)
-    limits: tuple[tuple[str, float], ...] = ()
+    # config/telemetry.toml [validation] bounds at training, (column, lowest, highest): a row outside them is not
+    # scored, as the ingest quarantines it (versions registered before: none, those rows scored as they were)
+    limits: tuple[tuple[str, float, float], ...] = ()
 
     @classmethod
     def configured(cls, telemetry: Telemetry, reference: ReferenceFiles) -> ContractFeatures:
         """The vocabulary of config/telemetry.toml and the reference files config/settings.toml [reference] names
         (what a training joins its telemetry with)."""
         files: dict[str, str] = {name: str(reference.path(name)) for name in REFERENCE_FILES}
-        bounds = telemetry.validation
-        limits = tuple((name, float(getattr(bounds, name))) for name in LIMITS)
+        limits = tuple((column, float(low), float(high))
+                       for column, (low, high) in telemetry.validation.column_bounds().items())
         return cls(vocabulary=load_vocabulary(telemetry), files=files, limits=limits)
 
     def with_files(self, files: Mapping[str, str]) -> ContractFeatures:
@@ -97,40 +97,34 @@ class ContractFeatures:
             features = build_features(con, runs, str(files["model_shapes"]), str(files["matmul_ceilings"]))
         finally:
             con.close()
-        return features, unscored_reasons(runs, features, dict(self.limits))
+        return features, unscored_reasons(runs, features, self.limits)
 
 
 # number columns a text such as "NaN" or "inf" reads into as a float
 FINITE_COLUMNS = ("params_b", "active_params_b", "scale_out_gbps_per_gpu")
-# config/telemetry.toml [validation] bounds a prediction input is held to, as the ingest holds telemetry to them
-LIMITS = ("max_num_gpus", "min_params_b", "max_params_b", "max_seq_len", "max_micro_batch")
-
-
 def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame,
-                     limits: Mapping[str, float] | None = None) -> list[str | None]:
+                     limits: tuple[tuple[str, float, float], ...] = ()) -> list[str | None]:
     """Why each row cannot be scored (None when it can). `runs` are normalise_runs output and `features`
-    build_features output for the same rows, in the same order; `limits` config/telemetry.toml [validation]
-    bounds (LIMITS)."""
+    build_features output for the same rows, in the same order; `limits` the config/telemetry.toml [validation]
+    bounds, (column, lowest, highest) (TelemetryValidation.column_bounds)."""
     reasons: list[str | None] = []
     for run, feature in zip(runs.iter_rows(named=True), features.iter_rows(named=True), strict=True):
-        problems = (_run_problems(run) + _machine_problems(run) + _bound_problems(run, limits or {})
+        problems = (_run_problems(run) + _machine_problems(run) + _bound_problems(run, limits)
                     or _feature_problems(run, feature))
         reasons.append("; ".join(problems) or None)
     return reasons
 
 
-def _bound_problems(run: Mapping[str, Any], limits: Mapping[str, float]) -> list[str]:
-    """Values beyond what any real run has (the ingest's [validation] bounds, which quarantine such telemetry)."""
+def _bound_problems(run: Mapping[str, Any], limits: tuple[tuple[str, float, float], ...]) -> list[str]:
+    """Values beyond what any real run has (the ingest's [validation] bounds, which quarantine such telemetry).
+    A value of 0 or below, or not finite, is named by the other checks."""
     problems = []
-    for column, name, above in (("num_gpus", "max_num_gpus", True), ("params_b", "max_params_b", True),
-                                ("params_b", "min_params_b", False), ("seq_len", "max_seq_len", True),
-                                ("micro_batch", "max_micro_batch", True)):
-        value, bound = run.get(column), limits.get(name)
-        if value is None or bound is None or not 0 < value < math.inf:
+    for column, low, high in limits:
+        value = run.get(column)
+        if value is None or not 0 < value < math.inf:
             continue
-        if (value > bound) if above else (value < bound):
-            problems.append(f"{column} must be {'at most' if above else 'at least'} {bound:g} "
-                            f"(config/telemetry.toml [validation] {name})")
+        if value < low or value > high:
+            problems.append(outside_bounds(column, plain_number(value), low, high))
     return problems
 
 

@@ -36,6 +36,17 @@ class PrecisionSpec(Strict):
 Family = PrecisionFamily
 
 
+def plain_number(value: float) -> str:
+    """A whole number in full (1000001, not 1e+06, which reads as the bound 1000000), other numbers as %g."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+def outside_bounds(column: str, value: str, low: float, high: float) -> str:
+    """Why `value` (as the row gives it) is outside TelemetryValidation.column_bounds: the words `gpucost predict`
+    says of a cell and the registered model of a row."""
+    return f"{column} {value} outside {plain_number(low)}..{plain_number(high)} (config/telemetry.toml [validation])"
+
+
 class TelemetryValidation(Strict):
     """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
 
@@ -46,7 +57,34 @@ class TelemetryValidation(Strict):
     max_params_b: Positive = 100_000.0
     max_seq_len: Count = 100_000_000
     max_micro_batch: Count = 100_000
+    # the shape and machine columns a row may give (the reference files' largest: 128 layers, d_model 25,600,
+    # 384 routed experts, expert FFN 32,768, 800 Gb/s per GPU); beyond them the physics overflows into nonsense
+    max_n_layers: Count = 10_000
+    max_d_model: Count = 1_000_000
+    max_moe_experts: Count = 100_000
+    max_moe_expert_ffn: Count = 1_000_000
+    max_scale_out_gbps_per_gpu: Positive = 100_000.0
     max_future_hours: NonNegative = 24.0
+
+    def column_bounds(self) -> dict[str, tuple[float, float]]:
+        """Contract column -> (lowest, highest) a real run can have, both included: what the suite's
+        range expectations check at ingest and what `gpucost predict` holds its input rows to."""
+        return {
+            "num_gpus": (1, self.max_num_gpus),
+            "params_b": (self.min_params_b, self.max_params_b),
+            "active_params_b": (self.min_params_b, self.max_params_b),
+            "seq_len": (1, self.max_seq_len),
+            "micro_batch": (1, self.max_micro_batch),
+            "n_layers": (1, self.max_n_layers),
+            "d_model": (1, self.max_d_model),
+            "moe_experts": (1, self.max_moe_experts),
+            "moe_top_k": (1, self.max_moe_experts),
+            "moe_shared_experts": (0, self.max_moe_experts),
+            "moe_expert_ffn": (1, self.max_moe_expert_ffn),
+            "scale_up_domain_gpus": (1, self.max_num_gpus),
+            # 0 itself is refused too (a network of no bandwidth: the suite's strict minimum)
+            "scale_out_gbps_per_gpu": (0, self.max_scale_out_gbps_per_gpu),
+        }
 
     @model_validator(mode="after")
     def _floor_below_ceiling(self) -> TelemetryValidation:

@@ -172,3 +172,48 @@ def test_impossible_machine_and_moe_values_are_quarantined_with_their_reason(con
     assert "moe_expert_ffn, when given, must be at least 1" in reasons[9]
     assert "moe_shared_experts, when given, must be 0 or more" in reasons[10]
     assert sorted(current_runs(con)["run_id"].to_list()) == ["r0", "r9"]
+
+
+def test_shape_and_machine_values_beyond_any_real_run_are_quarantined_and_the_bounds_themselves_load(
+        con, tmp_path: Path) -> None:
+    """config/telemetry.toml [validation]: max_n_layers 10000, max_d_model 1000000, max_moe_experts 100000 (also
+    top-k and shared experts), max_moe_expert_ffn 1000000, max_scale_out_gbps_per_gpu 100000, a scale-up domain
+    of at most max_num_gpus (250000); a row at every bound loads, one past any of them is quarantined, and so is a
+    shape of no layer or no width (before, 1e12 layers or 1e300 Gb/s loaded and overflowed the training)."""
+    base = sample_rows(GOOD).to_dicts()[0]
+    at_bounds = {"n_layers": "10000", "d_model": "1000000", "moe_experts": "100000", "moe_top_k": "100000",
+                 "moe_shared_experts": "100000", "moe_expert_ffn": "1000000", "scale_up_domain_gpus": "250000",
+                 "scale_out_gbps_per_gpu": "100000"}
+    faults = [
+        at_bounds,                                                           # line 2: loads
+        {"n_layers": "10001", "d_model": "4096"},                            # line 3
+        {"n_layers": "32", "d_model": "1000001"},                            # line 4
+        {"moe_experts": "100001", "moe_top_k": "2"},                         # line 5
+        {"moe_experts": "8", "moe_shared_experts": "1000000000000"},         # line 6
+        {"moe_experts": "8", "moe_expert_ffn": "1000001"},                   # line 7
+        {"scale_up_domain_gpus": "250001"},                                  # line 8
+        {"scale_out_gbps_per_gpu": "1e300"},                                 # line 9
+        {"n_layers": "0", "d_model": "4096"},                                # line 10
+        {"n_layers": "32", "d_model": "0"},                                  # line 11
+    ]
+    columns = tuple(at_bounds)
+    rows = [{**base, **dict.fromkeys(columns), "run_id": f"r{i}", **fault} for i, fault in enumerate(faults)]
+    path = tmp_path / "bounds.csv"
+    pl.DataFrame(rows, schema={c: pl.String for c in rows[0]}).write_csv(path)
+    ingest(con, path)
+    reasons = dict(zip(rejected(con)["source_line"].to_list(), rejected(con)["failed_check"].to_list(), strict=True))
+    assert sorted(reasons) == [3, 4, 5, 6, 7, 8, 9, 10, 11]
+    assert "n_layers, when given, must be at least 1 and at most max_n_layers" in reasons[3]
+    assert "d_model, when given, must be at least 1 and at most max_d_model" in reasons[4]
+    assert "moe_experts, when given, must be at least 1 (routed experts per MoE layer) and at most max_moe_experts" \
+        in reasons[5]
+    assert "moe_shared_experts, when given, must be 0 or more and at most max_moe_experts" in reasons[6]
+    assert "moe_expert_ffn, when given, must be at least 1 (FFN size of one expert) and at most max_moe_expert_ffn" \
+        in reasons[7]
+    assert "scale_up_domain_gpus, when given, must be at least 1 (GPUs sharing NVLink / xGMI; 1: none) and at most " \
+        "max_num_gpus" in reasons[8]
+    assert "scale_out_gbps_per_gpu, when given, must be above 0 (network per GPU, Gb/s) and at most " \
+        "max_scale_out_gbps_per_gpu" in reasons[9]
+    assert "n_layers, when given, must be at least 1" in reasons[10]
+    assert "d_model, when given, must be at least 1" in reasons[11]
+    assert current_runs(con)["run_id"].to_list() == ["r0"]
