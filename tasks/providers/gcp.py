@@ -52,6 +52,7 @@ from tasks.prices.adapter import (
     read_json,
     reference_table,
 )
+from tasks.prices.numbers import comma_value_reason
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -67,24 +68,50 @@ UNUSED = "prices no machine type here (no matching GPU, core and RAM SKUs with a
 
 
 def unit_price(sku: dict[str, Any]) -> float | None:
-    """USD per usage unit (hour, or GiB-hour for RAM) from the first pricing info's tiered rates."""
+    """USD per usage unit (hour, or GiB-hour for RAM) from the first pricing info's tiered rates (None when
+    there is none, or a rate cannot be read: `price_problem` says why)."""
     try:
         tiers = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"]
-    except (KeyError, IndexError, TypeError):
+        prices = [
+            (float(t.get("startUsageAmount", 0) or 0),
+             int(t["unitPrice"].get("units", 0) or 0) + int(t["unitPrice"].get("nanos", 0) or 0) / 1e9)
+            for t in tiers
+            if "unitPrice" in t
+        ]
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
         return None
-    prices = [
-        (
-            float(t.get("startUsageAmount", 0) or 0),
-            int(t["unitPrice"].get("units", 0) or 0) + int(t["unitPrice"].get("nanos", 0) or 0) / 1e9,
-        )
-        for t in tiers
-        if "unitPrice" in t
-    ]
     first = [price for start, price in prices if start == 0]
     if first and first[0] > 0:
         return first[0]
     priced = [price for _, price in prices if price > 0]
     return priced[-1] if priced else (first[0] if first else None)
+
+
+def price_problem(sku: dict[str, Any]) -> str | None:
+    """Why the SKU's tiered rates cannot be read (a comma number, a units or nanos that is not a whole number,
+    a tier that is not an object), else None: the offers it composes are quarantined with it, the file's other
+    SKUs load."""
+    try:
+        tiers = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"]
+    except (KeyError, IndexError, TypeError):
+        return None   # no rates at all: no price, as unit_price says
+    for tier in tiers if isinstance(tiers, list) else [tiers]:
+        unit = tier.get("unitPrice") if isinstance(tier, dict) else tier
+        if unit is None:
+            continue
+        if not isinstance(unit, dict):
+            return f"unitPrice {unit!r} of SKU {sku.get('skuId', '?')} is not an object with units and nanos"
+        for field in ("units", "nanos", "startUsageAmount"):
+            value = (tier if field == "startUsageAmount" else unit).get(field, 0) or 0
+            comma = comma_value_reason(field, value)
+            if comma is not None:
+                return comma
+            try:
+                float(value) if field == "startUsageAmount" else int(value)
+            except (TypeError, ValueError):
+                kind = "a number" if field == "startUsageAmount" else "a whole number"
+                return f"{field} {value!r} of SKU {sku.get('skuId', '?')} is not {kind}"
+    return None
 
 
 def _effective_time(sku: dict[str, Any]) -> datetime | None:
@@ -147,6 +174,7 @@ def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
                     "pricing": pricing,
                     "region": region,
                     "price": unit_price(sku),
+                    "price_problem": price_problem(sku),
                     "currency": _currency(sku),
                     "effective_time": _effective_time(sku),
                 }
@@ -158,6 +186,7 @@ def classify(skus: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, int]]:
         "pricing": pl.String(),
         "region": pl.String(),
         "price": pl.Float64(),
+        "price_problem": pl.String(),
         "currency": pl.String(),
         "effective_time": pl.Datetime("us", "UTC"),
     })
@@ -181,6 +210,7 @@ def compose(parts: pl.DataFrame, shapes: pl.DataFrame) -> pl.DataFrame:
             "pricing",
             "region",
             pl.col("price").alias(f"{kind}_price"),
+            pl.col("price_problem").alias(f"{kind}_price_problem"),
             pl.col("currency").alias(f"{kind}_currency"),
             pl.col("sku_index").alias(f"{kind}_sku"),
             pl.col("effective_time").alias(f"{kind}_time"),
@@ -236,6 +266,7 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         memory_gb=pl.col("memory_gib"),
         source_line=pl.col("gpu_sku"),  # the GPU SKU's index in the file
         raw_values=pl.Series(raw, dtype=pl.String),
+        rejected_reason=pl.coalesce("gpu_price_problem", "core_price_problem", "ram_price_problem"),
     )
     notes = []
     if unused:

@@ -4,6 +4,7 @@ Plain functions (no warehouse): adapter -> records, and normalise for the GPU id
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -205,6 +206,32 @@ def test_gcp_billing_bare_list_spot_composition_and_skip_counts() -> None:
     # 8 x 4.1377 + 208 x 0.01481 + 1872 x 0.001289 = 33.1016 + 3.08048 + 2.413008 = 38.595088.
     assert (mega["instance_type"], mega["pricing"], mega["gpu"]) == ("a3-megagpu-8g", "spot", "H100-SXM")
     assert mega["usd_per_hour"] == pytest.approx(38.595088, abs=1e-9)
+
+
+@pytest.mark.parametrize(("units", "nanos", "reason"), [
+    ("2,000", 933908000, "units 2,000 has a comma: a decimal comma or a thousands separator"),
+    ("2", "93a", "nanos '93a' of SKU"),
+])
+def test_gcp_billing_an_unreadable_rate_quarantines_the_offers_it_prices_not_the_file(
+        tmp_path: Path, units: str, nanos: object, reason: str) -> None:
+    """The opencost excerpt's three SKUs (A100 GPU, A2 RAM, A2 core; 3 regions) compose 5 A2 shapes x 3 regions = 15
+    offers; a copy of them serving europe-west4 whose GPU SKU's rate cannot be read adds 5 offers, each quarantined
+    with the reason; the 15 load as before (before: the whole file was quarantined, `int()` of '2,000')."""
+    skus = json.loads((PRICE_SAMPLES / "gcp_billing_catalog_skus_page_excerpt_opencost.json").read_text())["skus"]
+    copies = json.loads(json.dumps(skus))
+    for sku in copies:
+        sku["serviceRegions"], sku["skuId"] = ["europe-west4"], sku["skuId"] + "-copy"
+    rate = copies[0]["pricingInfo"][0]["pricingExpression"]["tieredRates"][-1]["unitPrice"]
+    rate["units"], rate["nanos"] = units, nanos
+    path = tmp_path / "skus.json"
+    path.write_text(json.dumps({"skus": skus + copies}))
+    records = gcp_billing.parse(path, ctx("gcp")).records
+    assert records is not None
+    rejected = records.filter(pl.col("rejected_reason").is_not_null())
+    assert rejected["region"].unique().to_list() == ["europe-west4"] and rejected.height == 5
+    assert all(reason in text for text in rejected["rejected_reason"])
+    kept = records.filter(pl.col("rejected_reason").is_null())
+    assert kept.height == 15 and "europe-west4" not in kept["region"].to_list()
 
 
 def test_gcp_unit_price_takes_first_priced_tier() -> None:
