@@ -1,8 +1,9 @@
 """How the ingest flows run their files: stage -> apply for every file (tasks/ingest/lifecycle.py), the flow the one
-writer, one transaction per file, in the given order. config/settings.toml [ingest.runner] says only where
+writer, in the given order (one transaction per file; a file staged inline adds one before it that writes TEMP
+tables only). config/settings.toml [ingest.runner] says only where
 staging runs:
 
-`sequential` (the default): inline, inside each file's transaction on the flow's warehouse connection; the staged
+`sequential` (the default): inline, in each file's first transaction on the flow's warehouse connection; the staged
 tables are live there, nothing is written out. `threads` and `dask`: on a Prefect task runner - Prefect's
 ThreadPoolTaskRunner with `workers` threads in the flow's process, or prefect-dask's DaskTaskRunner over a
 `distributed.LocalCluster` of `workers` processes - each file on a private DuckDB, handed over as Parquet in a

@@ -152,7 +152,8 @@ def ingest_telemetry_cmd(
         help="CSV, JSON Lines or Parquet telemetry files; with --mlflow, MLflow experiment names")] = None,
     mlflow: Annotated[bool, typer.Option("--mlflow", help="Read finished runs of these MLflow experiments")] = False,
     tracking_uri: Annotated[str | None, typer.Option(
-        help="MLflow tracking URI of the team's server (default: the [[mlflow]] source naming the experiment)")] = None,
+        help="MLflow tracking URI of the team's server (default: the \\[\\[mlflow]] source naming the "
+             "experiment)")] = None,
     mapping: Annotated[str | None, typer.Option(
         help="Mapping in config/mlflow_telemetry.toml, e.g. hf_trainer, composer, lightning, torchtitan, nemo")] = None,
     rescan: Annotated[bool, typer.Option(help="With --mlflow: read every finished run, not only new ones")] = False,

@@ -35,8 +35,6 @@ def ingest_fetched(
     file carries no date of its own (Azure retail, SkyPilot catalogs) are observed at the fetch time."""
     if not files:
         return []
-    # Imported here: the ingest loads Great Expectations, which the downloads themselves never need.
-
     recover(con)  # what a killed ingest left in the landing zone
     files_by_name = reference_paths(ingest.reference)
     load_reference_tables(con, files_by_name)

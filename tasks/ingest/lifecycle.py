@@ -3,17 +3,20 @@
 - **stage** (`stage`): read the unit and normalise its records into the staged tables - `staging_file_records`
   (every record as read) and `staging_file_rows` (the rows the suite validates) - with the dataset's reader and
   SQL. Staging writes only TEMP `staging_*` tables and reads nothing of the warehouse but the reference tables;
-  it runs on the writer's connection, inside the unit's transaction ("inline", the sequential default: the staged
-  tables are live relations there, nothing is copied), or on a worker's own in-memory DuckDB (`stage_unit`: a
+  it runs on the writer's connection, inside the unit's first transaction ("inline", the sequential default: the
+  staged tables are live relations there, nothing is copied), or on a worker's own in-memory DuckDB (`stage_unit`: a
   Prefect thread or a Dask process), which checks the suite's expectations the file alone decides and hands the
   staged tables over as Parquet.
 - **apply** (`apply`): the one writer. Hash and registry check (a unit already ingested is skipped), land the
-  unit's bytes once under `$GPUCOST_HOME/landing/` (tasks/ingest/landing.py, before the transaction), then in
-  ONE transaction: the staged tables (staged inline now, or loaded from a worker's Parquet), the columns that
-  depend on the warehouse's current rows (`Dataset.history`: e.g. the price move against stored observations),
-  the suite's remaining expectations, failures combined and counted, good rows stored as typed rows carrying
+  unit's bytes once under `$GPUCOST_HOME/landing/` (tasks/ingest/landing.py, before any transaction), then: the
+  staged tables (staged inline now, or loaded from a worker's Parquet), the columns that depend on the
+  warehouse's current rows (`Dataset.history`: e.g. the price move against stored observations), the suite's
+  remaining expectations, failures combined and counted, good rows stored as typed rows carrying
   `(content_sha256, source_line)` back to the landed bytes, failing rows quarantined with their record, the unit
-  registered. A unit is stored whole or not at all; units are applied in the order given, so the warehouse ends
+  registered. A unit handed over by a worker is applied in one transaction; a unit staged inline in two, the
+  first writing TEMP tables only and ending once the file as read is dropped (DuckDB frees memory only at a
+  transaction's end), the second writing the warehouse (`_free_file_as_read`). A unit is stored whole or not at
+  all; units are applied in the order given, so the warehouse ends
   up the same wherever they were staged.
 
 A dataset (prices, telemetry) is described by a `Dataset`: its name and suite, the suite's thresholds, its
@@ -183,7 +186,7 @@ def apply(
                 found = _quarantine_whole_file(con, dataset.name, outcome, unit.error, ingested_at, found)
             else:
                 file = FileContext(source, outcome.content_sha256, ingested_at)
-                found = _apply_in_one_transaction(con, dataset, unit, file, outcome, found, limits)
+                found = _apply_transactionally(con, dataset, unit, file, outcome, found, limits)
     except OSError:
         raise  # transient: the task applies the unit again, with its staged tables
     except BaseException:
@@ -245,12 +248,13 @@ def _identify(
     return size_bytes
 
 
-def _apply_in_one_transaction(
+def _apply_transactionally(
     con: duckdb.DuckDBPyConnection, dataset: Dataset, unit: Unit, file: FileContext, outcome: FileOutcome,
     size_bytes: int, limits: IngestLimits,
 ) -> FileOutcome:
     """Staged tables (inline, or a worker's Parquet), history columns, the rest of the suite, store, quarantine,
-    register: one transaction. A unit whose content cannot be read is quarantined whole and registered."""
+    register: one transaction, or two for a unit staged inline (`_free_file_as_read`). A unit whose content
+    cannot be read is quarantined whole and registered."""
     try:
         with ingest_limits(con, limits.memory_limit, limits.spill):
             con.execute("begin transaction")
