@@ -22,14 +22,35 @@ folded_shape_names as (
     having count(*) = 1
 ),
 
+-- the run's name folded the same way, and its base model's: a fine-tuned or converted release has the shape of
+-- the model it was released from ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Llama-2-7b-chat-hf", "Mistral-7B-v0.3",
+-- "DeepSeek-V3-Base" -> Qwen3-30B-A3B, Llama-2-7B, Mistral-7B, DeepSeek-V3), used when the name itself matches
+-- no shape
+input_names as (
+    select
+        *,
+        lower(trim(regexp_replace(model_name, '^.*/', ''))) as folded_model_name
+    from feature_input
+),
+
+keyed_names as (
+    select
+        *,
+        regexp_replace(
+            regexp_replace(folded_model_name, '-(instruct|chat|it|hf|base)([-_.].*)?$', ''),
+            '-v[0-9]+([.][0-9]+)+$', ''
+        ) as base_model_key
+    from input_names
+),
+
 runs as (
     select
-        feature_input.*,
-        coalesce(exact_name.model_name, folded_name.model_name) as shape_model_name
-    from feature_input
-    left join shape_names as exact_name on feature_input.model_name = exact_name.model_name
-    left join folded_shape_names as folded_name
-        on lower(trim(regexp_replace(feature_input.model_name, '^.*/', ''))) = folded_name.name_key
+        keyed_names.* exclude (folded_model_name, base_model_key),
+        coalesce(exact_name.model_name, folded_name.model_name, base_name.model_name) as shape_model_name
+    from keyed_names
+    left join shape_names as exact_name on keyed_names.model_name = exact_name.model_name
+    left join folded_shape_names as folded_name on keyed_names.folded_model_name = folded_name.name_key
+    left join folded_shape_names as base_name on keyed_names.base_model_key = base_name.name_key
 ),
 
 specs as (

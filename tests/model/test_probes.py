@@ -126,6 +126,34 @@ def test_a_model_by_hub_name_or_in_another_case_gets_its_reference_shape(probe_m
     assert named == pytest.approx(exact, rel=1e-12)
 
 
+@pytest.mark.parametrize(("name", "base", "size_of"), [
+    ("meta-llama/Llama-3.1-70B-Instruct", "Llama-3.1-70B", "Llama-3.1-70B"),
+    ("Llama-2-70b-chat-hf", "Llama-2-70B", "Llama-3.1-70B"),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "Mistral-7B", "Llama-3.1-8B"),
+    ("Mistral-7B-v0.1", "Mistral-7B", "Llama-3.1-8B"),
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B", "Qwen3-30B-A3B"),
+    ("Qwen3-30B-A3B-Base", "Qwen3-30B-A3B", "Qwen3-30B-A3B"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B", "Mixtral-8x7B"),
+    ("deepseek-ai/DeepSeek-V3-Base", "DeepSeek-V3", "DeepSeek-V3"),
+    ("Qwen/Qwen2.5-7B-it", "Qwen2.5-7B", "Llama-3.1-8B"),
+])
+def test_a_fine_tuned_or_converted_release_gets_its_base_models_shape(probe_model: Any, name: str, base: str,
+                                                                       size_of: str) -> None:
+    # the same row (parameters of `size_of`) under the release's name and under its base model's: only the shape
+    # lookup can make them differ
+    gpus = 64
+    named, exact = tokens(probe_model, [row(size_of, num_gpus=gpus, parallelism=layout(size_of, gpus),
+                                            model_name=model, run_id=model) for model in (name, base)])
+    assert named == pytest.approx(exact, rel=1e-12)
+
+
+def test_a_release_name_is_not_read_as_its_base_model_when_the_base_is_not_a_known_shape(probe_model: Any) -> None:
+    # "Llama-3.1-70B-v9" keeps its "-v9" (a version strip needs a dotted version): estimated, not Llama-3.1-70B's
+    unknown, exact = tokens(probe_model, [row(model_name="acme/Llama-3.1-70B-v9-Instruct", run_id="u"),
+                                          row(run_id="e")])
+    assert unknown != pytest.approx(exact, rel=1e-6)
+
+
 def test_an_unknown_model_name_falls_back_to_the_estimated_shape(probe_model: Any) -> None:
     # not in model_shapes.csv: the shape is estimated from the parameter count, so it differs from Llama's own
     unknown, exact = tokens(probe_model, [row(model_name="acme/Llama-3.1-70B-v9", run_id="u"), row(run_id="e")])
