@@ -67,6 +67,8 @@ shapes as (
         head_dim::bigint as head_dim,
         attention_layers::bigint as attention_layers,
         vocab::bigint as vocab,
+        attention,
+        dense_ffn::bigint as dense_ffn,
         ffn_matrices::bigint as ffn_matrices,
         moe_experts::bigint as moe_experts,
         moe_top_k::bigint as moe_top_k,
@@ -110,6 +112,8 @@ joined as (
         shapes.head_dim as shape_head_dim,
         shapes.attention_layers as shape_attention_layers,
         shapes.vocab as shape_vocab,
+        shapes.attention as shape_attention,
+        shapes.dense_ffn as shape_dense_ffn,
         shapes.ffn_matrices as shape_ffn_matrices,
         -- MoE shape: the row's own values win, column by column; else the shipped shape of its model_name
         coalesce(runs.moe_experts, shapes.moe_experts) as shape_moe_experts,
@@ -139,27 +143,57 @@ joined as (
 ),
 
 -- an MoE model (by its shape: more routed experts than it routes each token to) whose row gives no active
--- parameters (normalised: active = total) runs only top_k of its experts: active = total - (experts - top_k) x
--- FFN matrices (3: SwiGLU, when the shape does not say) x d_model x expert FFN x layers with experts
-idle_experts as (
+-- parameters (normalised: active = total) runs only top_k of its experts. Billions of parameters, from the shape:
+-- routed = experts x FFN matrices (3: SwiGLU, when the shape does not say) x d_model x expert FFN x layers with
+-- experts, idle = the (experts - top_k) of them a token skips, and the rest (estimated: untied embeddings, attention
+-- as GQA 2 x d_model x head_dim x (heads + KV heads) or, for MLA, 2 x d_model x heads x head_dim, per layer, the
+-- dense layers' FFN, the shared experts).
+moe_parts as (
     select
         *,
-        (shape_moe_experts - shape_moe_top_k)::double * coalesce(shape_ffn_matrices, 3) * shape_d_model
-        * shape_moe_expert_ffn * (shape_n_layers - coalesce(shape_moe_dense_layers, 0)) / 1e9 as idle_expert_params_b
+        coalesce(shape_ffn_matrices, 3)::double * shape_d_model * shape_moe_expert_ffn
+        * (shape_n_layers - coalesce(shape_moe_dense_layers, 0)) / 1e9 as one_expert_all_layers_b,
+        coalesce(shape_head_dim, shape_d_model / nullif(shape_n_heads, 0), shape_d_model)::double as attention_head_dim
     from joined
 ),
 
+moe_counts as (
+    select
+        *,
+        shape_moe_experts * one_expert_all_layers_b as routed_params_b,
+        (shape_moe_experts - shape_moe_top_k) * one_expert_all_layers_b as idle_expert_params_b,
+        (
+            2.0 * coalesce(shape_vocab, 0) * shape_d_model
+            + shape_n_layers * 2.0 * shape_d_model * attention_head_dim * case
+                when shape_attention = 'mla' then coalesce(shape_n_heads, 1)
+                else coalesce(shape_n_heads, 1) + coalesce(shape_n_kv_heads, shape_n_heads, 1)
+            end
+            + coalesce(shape_moe_dense_layers, 0) * coalesce(shape_ffn_matrices, 3)::double * shape_d_model
+            * coalesce(shape_dense_ffn, 0)
+        ) / 1e9 + coalesce(shape_moe_shared_experts, 0) * one_expert_all_layers_b as rest_params_b
+    from moe_parts
+),
+
+-- The stated total less the idle experts is exact when the total is (DeepSeek-V3 at 671 B: 37.5 B active), but
+-- carries the whole rounding of a rounded total ("1T" for Kimi-K2's 1.03 T would leave 6.5 B of its 32 B). So the
+-- difference is taken only where the total less the routed experts is a plausible rest (0.5-1.5x the estimate);
+-- otherwise the active share of the shape scales the stated total (Kimi-K2 at 1000: 34.5 B).
 moe_active as (
     select
-        * exclude (idle_expert_params_b) replace (
+        * exclude (one_expert_all_layers_b, attention_head_dim, routed_params_b, idle_expert_params_b, rest_params_b)
+        replace (
             case
-                when active_params_b >= params_b and shape_moe_experts > shape_moe_top_k
-                    and idle_expert_params_b > 0 and params_b - idle_expert_params_b > 0
-                    then params_b - idle_expert_params_b
+                when active_params_b >= params_b and shape_moe_experts > shape_moe_top_k and idle_expert_params_b > 0
+                    then case
+                            when params_b - routed_params_b between 0.5 * rest_params_b and 1.5 * rest_params_b
+                                then params_b - idle_expert_params_b
+                            else params_b * (rest_params_b + routed_params_b - idle_expert_params_b)
+                                / (rest_params_b + routed_params_b)
+                        end
                 else active_params_b
             end as active_params_b
         )
-    from idle_experts
+    from moe_counts
 ),
 
 flops as (

@@ -18,9 +18,24 @@ case
         ), '')
 end;
 
+-- A free spelling's lookup key as tasks/telemetry/normalise.py::spelling_key makes it (Python's str.strip, lower,
+-- runs of white space as one space): the class is Python's Unicode white space (str.isspace), not RE2's ASCII \s,
+-- so "NVIDIA<no-break space>H100 80GB HBM3" finds its GPU here as it does in `gpucost predict`.
+create or replace temp macro telemetry_spelling_key(text) as
+regexp_replace(
+    lower(regexp_replace(
+        text, '^[\t\n\x{0B}\f\r\x{1C}-\x{1F}\x{85}\p{Z}]+|[\t\n\x{0B}\f\r\x{1C}-\x{1F}\x{85}\p{Z}]+$', '', 'g'
+    )),
+    '[\t\n\x{0B}\f\r\x{1C}-\x{1F}\x{85}\p{Z}]+', ' ', 'g'
+);
+
 -- A number in plain form: digits, point, exponent and signs only, not two signs in front (DuckDB reads "+-1",
 -- polars does not). On such text DuckDB's cast and polars' agree (null included); other text is looked up.
 create or replace temp macro telemetry_plain_number(text) as regexp_full_match(text, '[+-]?[0-9.eE][0-9.eE+-]*');
+
+-- A number that is one: NaN and +-inf (e.g. "1e999") are missing, i.e. an unparsed cell, as the polars
+-- normaliser reads them.
+create or replace temp macro telemetry_finite(number) as case when isfinite(number) then number end;
 
 -- A whole number read as a number first (the contract's integers): finite and whole, else missing.
 create or replace temp macro telemetry_whole(number) as
@@ -64,7 +79,7 @@ create or replace temp macro record_late(name, text) as coalesce(chr(31) || name
 
 -- A cell as its contract type: read here in plain form, else the value looked up for its text (telemetry_spellings).
 create or replace temp macro telemetry_number(text, looked_up) as
-case when telemetry_plain_number(text) then try_cast(text as double) else looked_up end;
+case when telemetry_plain_number(text) then telemetry_finite(try_cast(text as double)) else looked_up end;
 create or replace temp macro telemetry_integer(text, looked_up) as
 case when telemetry_plain_number(text) then telemetry_whole(try_cast(text as double)) else looked_up end;
 create or replace temp macro telemetry_timestamp(text, looked_up) as

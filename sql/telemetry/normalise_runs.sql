@@ -125,7 +125,7 @@ parsed as (
     from telemetry_cells as cells
     left join telemetry_gpu_lookup as gpus on cells.gpu = gpus.alias
     left join telemetry_gpu_folded as folded_gpus
-        on regexp_replace(lower(trim(cells.gpu)), '\s+', ' ', 'g') = folded_gpus.alias
+        on telemetry_spelling_key(cells.gpu) = folded_gpus.alias
     left join spellings as num_gpus_spelling
         on num_gpus_spelling.column_name = 'num_gpus'
             and cells.num_gpus = num_gpus_spelling.text

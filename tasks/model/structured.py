@@ -124,10 +124,12 @@ PRIORS: dict[str, tuple[str, str]] = {
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
 
 
-# a layout size: the name, then "=", ":", spaces or nothing, then the number ("TP 4", "TP=4", "tp:4", "TP4")
-_SIZE = r"\s*[=:]?\s*(\d+)"
+# a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
+_SIZE = r"\s*[=:-]?\s*(\d+)"
+# before a layout name: no letter (so TP is not read inside ETP), except the "x" of "TP8xPP4" / "EP8xETP1"
+_NAME_START = r"(?<![A-WYZa-wyz])"
 # the text names an expert-parallel size
-EP_NAMED = re.compile(r"(?<![A-Za-z])EP\s*[=:]?\s*\d", flags=re.IGNORECASE)
+EP_NAMED = re.compile(_NAME_START + r"EP\s*[=:-]?\s*\d", flags=re.IGNORECASE)
 
 
 def _first_int(pattern: str, text: str) -> int | None:
@@ -161,21 +163,23 @@ def parse_parallelism(text: str | None) -> Layout:
     t = text.replace("AsyncTP", "TP")
 
     def size(name: str) -> int:
-        value = _first_int(rf"(?<![A-Za-z]){name}{_SIZE}", t)
+        value = _first_int(rf"{_NAME_START}{name}{_SIZE}", t)
         return max(1, value) if value else 1
 
-    grad_accum = (_first_int(r"(?<![A-Za-z])GA" + _SIZE, t) or _first_int(r"grad_accum\s*(\d+)", t)
+    grad_accum = (_first_int(_NAME_START + r"GA" + _SIZE, t) or _first_int(r"grad_accum\s*(\d+)", t)
                   or _first_int(r"micro_num\s*(\d+)", t))
-    vp_text = _first_int(r"(?<![A-Za-z])VP" + _SIZE, t)
-    etp_text = _first_int(r"(?<![A-Za-z])ETP" + _SIZE, t)
+    vp_text = _first_int(_NAME_START + r"VPP?" + _SIZE, t)  # Megatron: VPP
+    etp_text = _first_int(_NAME_START + r"ETP" + _SIZE, t)
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
-    fsdp = bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t,
-                          flags=re.IGNORECASE)) and not re.search(r"FSDP\s+0\b", t)
+    # (torchtitan's dp_shard N, N other than 1: FSDP over N ranks, -1 = all the data-parallel ranks)
+    fsdp = (bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t, flags=re.IGNORECASE))
+            and not re.search(r"FSDP\s+0\b", t)) or bool(
+        re.search(r"dp_shard(?:_degree)?\s*[=:]?\s*(?!1\b)-?\d+", t, flags=re.IGNORECASE))
     tp, pp = size("TP"), size("PP")
     # Megatron-LM's 2021 table: "model-parallel 512 (TP<=8 x PP)": tensor parallel up to the cap inside a node,
     # pipeline over the rest (Narayanan et al. 2021: 1T = TP 8 x PP 64, 7.5B = TP 4)
     model_parallel = _first_int(r"model[- ]parallel\s*(\d+)", t)
-    tp_cap = _first_int(r"(?<![A-Za-z])TP\s*<=\s*(\d+)", t)
+    tp_cap = _first_int(_NAME_START + r"TP\s*<=\s*(\d+)", t)
     if model_parallel and tp_cap and tp == 1 and pp == 1:
         tp = max(1, min(tp_cap, model_parallel))
         pp = max(1, model_parallel // tp)

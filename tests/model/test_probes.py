@@ -203,6 +203,44 @@ def test_an_moe_row_without_active_parameters_is_priced_from_its_shape(probe_mod
     assert out.loc["none", PREDICTED] > 2 * out.loc["dense", PREDICTED]
 
 
+def test_a_rounded_moe_total_scales_the_shapes_active_share_instead_of_losing_its_rounding(probe_model: Any) -> None:
+    # model_shapes.csv, billions. DeepSeek-V3 (61 layers, 3 dense, d_model 7168, 256 experts top-8 + 1 shared of FFN
+    # 2048, MLA 128 heads x 160, vocab 129,280, dense FFN 18,432): one expert over its 58 layers 3 x 7168 x 2048 x 58
+    # = 2.554331136; routed 256 x that = 653.908770816, idle 248 x = 633.474121728; the rest: embeddings 2 x 129280 x
+    # 7168 = 1.85335808, attention 61 x 2 x 7168 x 160 x 128 = 17.90967808, dense FFN 3 x 3 x 7168 x 18432 =
+    # 1.189085184, shared 2.554331136: 23.50645248. At 671: 671 - 653.9 = 17.09 is 0.73 of that rest (a plausible
+    # total): active = 671 - 633.474121728 = 37.525878272.
+    # Kimi-K2 (61 layers, 1 dense, 384 experts top-8 + 1 shared, MLA 64 heads x 160, vocab 163,840): one expert over
+    # 60 layers 2.64241152; routed 1014.68602368, idle 376 x = 993.54673152; rest 2 x 163840 x 7168 = 2.34881024 +
+    # 61 x 2 x 7168 x 160 x 64 = 8.95483904 + 3 x 7168 x 18432 = 0.396361728 + 2.64241152 = 14.342422528. Its card's
+    # "1T" (1000) is less than its routed experts alone: 1000 - 993.5 = 6.5 B would be the whole rounding, so the
+    # shape's active share scales the total: 1000 x (14.342422528 + 1014.68602368 - 993.54673152) / (14.342422528 +
+    # 1014.68602368) = 34.4812 B (its card: 32 B).
+    kimi_active = 1000 * (14.342422528 + 1014.68602368 - 993.54673152) / (14.342422528 + 1014.68602368)
+    rows = [row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", active_params_b=None, run_id="v3"),
+            row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", active_params_b="37.525878272", run_id="v3 hand"),
+            row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", model_name="Kimi-K2", params_b="1000",
+                active_params_b=None, run_id="k2"),
+            row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", model_name="Kimi-K2", params_b="1000",
+                active_params_b=repr(kimi_active), run_id="k2 hand")]
+    out = score(probe_model, rows)
+    assert out["unscored_reason"].isna().all()
+    assert out.loc["v3", PREDICTED] == pytest.approx(out.loc["v3 hand", PREDICTED], rel=1e-9)
+    assert out.loc["k2", PREDICTED] == pytest.approx(out.loc["k2 hand", PREDICTED], rel=1e-9)
+    assert 34.48 < kimi_active < 34.49
+
+
+def test_an_moe_shape_with_more_experts_than_the_total_holds_is_still_priced_as_moe(probe_model: Any) -> None:
+    # DeepSeek-V3 at 671 B with 300 experts given by the row: routed 300 x 2.554331136 = 766.3 > 671. Before, the
+    # negative difference sent the row back to dense (671 B active, ~18x the FLOPs); now the shape's share scales it
+    out = score(probe_model, [row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", active_params_b=None,
+                                  moe_experts="300", run_id="300"),
+                              row("DeepSeek-V3", parallelism="TP 2 PP 4 EP 8", active_params_b="671", moe_experts="300",
+                                  model_name="someone/dense-671b", run_id="dense")])
+    assert out["unscored_reason"].isna().all()
+    assert out.loc["300", PREDICTED] > 5 * out.loc["dense", PREDICTED]
+
+
 def test_an_moe_row_without_active_parameters_or_shape_is_priced_as_dense(probe_model: Any) -> None:
     # nothing says the model is MoE: a 30.5 B model of unknown name is priced as what it says it is
     out = score(probe_model, [row("Qwen3-30B-A3B", model_name="someone/unknown-30b", active_params_b=None,
@@ -275,7 +313,9 @@ INVALID = {
     "active_above_total": ({"active_params_b": "31"}, "active_params_b 31 exceeds params_b 30.5"),
     "active_zero": ({"active_params_b": "0"}, "active_params_b must be above 0"),
     "workload_rlhf": ({"workload": "rlhf"}, "unknown workload 'rlhf'"),
-    "params_nan": ({"params_b": "NaN"}, "params_b must be a finite number"),
+    "params_nan": ({"params_b": "NaN"}, "unreadable values: params_b='NaN'"),
+    "network_nan": ({"scale_out_gbps_per_gpu": "nan"}, "unreadable values: scale_out_gbps_per_gpu='nan'"),
+    "active_inf": ({"active_params_b": "inf"}, "unreadable values: active_params_b='inf'"),
     "gpus_huge": ({"num_gpus": "1000000000000"}, "num_gpus 1000000000000 outside 1..250000 (config/telemetry.toml"),
     "params_huge": ({"params_b": "1e12", "active_params_b": "3.3"}, "params_b 1000000000000 outside 0.01..100000"),
     # the shape and machine columns: config/telemetry.toml [validation] max_n_layers 10000, max_d_model 1e6,

@@ -96,6 +96,14 @@ def test_layouts_are_read_from_free_text() -> None:
     assert (lay.tp, lay.pp) == (8, 64)
     lay = parse_parallelism("model-parallel 4 (TP<=8 x PP); DP 32")
     assert (lay.tp, lay.pp) == (4, 1)
+    # compact and other spellings: sizes joined by "x", Megatron's VPP, a dash, torchtitan's dp_shard (FSDP unless 1)
+    lay = parse_parallelism("TP2xPP4xDP8")
+    assert (lay.tp, lay.pp) == (2, 4)
+    lay = parse_parallelism("EP8xETP1")
+    assert (lay.ep, lay.etp, lay.tp) == (8, 1, 1)
+    assert (parse_parallelism("VPP 4").vp, parse_parallelism("TP-8").tp) == (4, 8)
+    assert [parse_parallelism(t).fsdp for t in ("dp_shard 8", "dp_shard=-1, TP 2", "dp_shard 1")] == [True, True,
+                                                                                                      False]
 
 
 def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:

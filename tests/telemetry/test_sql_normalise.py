@@ -40,7 +40,8 @@ AWKWARD: dict[str, list[str | None]] = {
     "precision": ["BF16", " bf16 ", "fp8-linear(rowwise, fsdp)", "int3", "   "],
     "workload": ["LoRA", "rlhf", "  ", None],
     "activation_checkpointing": ["True", "sometimes", " full "],
-    "gpu": [" H100-SXM ", "h100-sxm", "Z9000"],
+    # Unicode white space inside a GPU name (no-break, thin, vertical tab): one space, as Python's str.split sees it
+    "gpu": [" H100-SXM ", "h100-sxm", "Z9000", "NVIDIA\u00a0H100 80GB HBM3", "nvidia  h100\u2009pcie", "nvidia\x0bl4"],
     "mfu": ["4.1e-05", "0.00001"],
     "scale_out_gbps_per_gpu": ["1.5e-9"],
     "tokens_per_sec_per_gpu": [None],
@@ -84,16 +85,19 @@ def test_sql_and_polars_normalise_awkward_cells_alike(con) -> None:
     staged = con.table("staging_file_rows").order("_row_id").select(*columns).pl()
     con.execute("rollback")
 
-    assert staged.height == records.height == 57
+    assert staged.height == records.height == 60
     expected = expected.select(*NORMALISED_COLUMNS, "workload_name", "unparsed_fields").with_columns(
         record_hash=pl.Series(polars_record_hash(expected)))
     for column in columns:
         pairs = list(zip(staged[column].to_list(), expected[column].to_list(), strict=True))
         assert all(same(a, b) for a, b in pairs), (column, [(a, b) for a, b in pairs if not same(a, b)])
     assert_frame_equal(staged.select("record_hash"), expected.select("record_hash"))
-    # worked out by hand: row 1 reads params_b 1e-5, row 10 " 7 " as 7; row 12 names "1,5" as unreadable; row 53
-    # reads mfu 4.1e-05; row 56 has no throughput: 1e9 tokens / 100 s / 8 GPUs = 1,250,000 tokens/s per GPU
+    # worked out by hand: row 1 reads params_b 1e-5, row 10 " 7 " as 7; row 12 names "1,5" as unreadable, rows 7
+    # and 8 "nan" and "inf" (no measurement); rows 53-55 are H100-SXM, H100-PCIe and L4 with Unicode spaces; row 56
+    # reads mfu 4.1e-05; row 59 has no throughput: 1e9 tokens / 100 s / 8 GPUs = 1,250,000 tokens/s per GPU
     assert staged["params_b"][1] == 1e-5 and staged["params_b"][10] == 7.0
     assert staged["unparsed_fields"][10] is None and staged["unparsed_fields"][12] == "params_b='1,5'"
-    assert staged["mfu_reported"][53] == 4.1e-05
-    assert staged["tokens_per_sec_per_gpu"][56] == 1_250_000.0
+    assert (staged["unparsed_fields"][7], staged["unparsed_fields"][8]) == ("params_b='nan'", "params_b='inf'")
+    assert staged["gpu"][53:56].to_list() == ["H100-SXM", "H100-PCIe", "L4"]
+    assert staged["mfu_reported"][56] == 4.1e-05
+    assert staged["tokens_per_sec_per_gpu"][59] == 1_250_000.0
