@@ -63,8 +63,18 @@ def load_vocabulary(telemetry: Telemetry) -> dict[str, dict[str, Any]]:
             "activation_checkpointing": checkpointing}
 
 
+_SEPARATORS = re.compile(r"[\s_\-()]+")
+
+
+def separator_key(key: str) -> str:
+    """A spelling key with "-", "_", parentheses and spaces as one space: "fp8_rowwise", "fp8-rowwise",
+    "fp8 (rowwise)" and "FP8 rowwise" are one key."""
+    return _SEPARATORS.sub(" ", key).strip()
+
+
 def precision_of(spelling: str, vocabulary: dict[str, dict[str, Any]]) -> tuple[str, str] | None:
-    """(family, recipe) of a precision spelling: the exact key, else the longest matching prefix, else None."""
+    """(family, recipe) of a precision spelling: the exact key, else the longest matching prefix, else the
+    configured spelling it equals but for separators (where every such spelling means the same), else None."""
     key = spelling_key(spelling)
     exact: dict[str, tuple[str, str]] = vocabulary["precision"]
     if key in exact:
@@ -73,7 +83,8 @@ def precision_of(spelling: str, vocabulary: dict[str, dict[str, Any]]) -> tuple[
     for prefix in sorted(prefixes, key=len, reverse=True):
         if key.startswith(prefix):
             return prefixes[prefix]
-    return None
+    meanings = {value for known, value in exact.items() if separator_key(known) == separator_key(key)}
+    return meanings.pop() if len(meanings) == 1 else None
 
 
 def _text(frame: pl.DataFrame, column: str) -> pl.Series:

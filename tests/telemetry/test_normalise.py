@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tasks.telemetry.normalise import normalise_runs, unknown_spellings
+from tasks.telemetry.normalise import normalise_runs, precision_of, unknown_spellings
 from tests import configured
 
 
@@ -108,3 +108,17 @@ def test_prediction_input_without_throughput_columns() -> None:
     assert result["tokens_per_sec_per_gpu"].to_list() == [None]
     assert result["num_gpus"].to_list() == [8]
     assert result["workload"].to_list() == ["pretrain"]
+
+
+@pytest.mark.parametrize(("spelling", "meaning"), [
+    ("fp8 rowwise", ("fp8", "rowwise")),          # configured: fp8_rowwise, fp8-rowwise, float8 rowwise
+    ("FP8 (rowwise)", ("fp8", "rowwise")),
+    ("fp8_tensorwise", ("fp8", "tensorwise")),    # configured as such
+    ("fp8 (blockwise)", ("fp8", "blockwise")),
+    ("fp8_delayed_scaling", ("fp8", "delayed")),  # configured: fp8 delayed scaling
+    ("bf16_mixed", ("bf16", "none")),             # configured: bf16-mixed, bf16 mixed
+    ("int3", None),                               # no configured spelling: still unknown
+])
+def test_a_precision_spelled_with_other_separators_reads_as_the_configured_one(
+        spelling: str, meaning: tuple[str, str] | None) -> None:
+    assert precision_of(spelling, configured.vocabulary()) == meaning
