@@ -192,11 +192,18 @@ def _feature_problems(run: Mapping[str, Any], feature: Mapping[str, Any]) -> lis
         return [f"no dense {run['precision']} peak for {run['gpu']} in gpu_specs.csv"]
     if feature.get("physics_bound_tokens_per_sec_per_gpu") is None:
         return ["physics bound cannot be computed (FLOPs per token unknown)"]
-    experts = feature.get("moe_experts")
-    ep = parse_parallelism(run.get("parallelism")).ep
-    if feature.get("is_moe") and experts is not None and ep > experts:
-        return [f"EP {ep} exceeds the model's {experts} routed experts (an expert-parallel rank would hold none)"]
-    return []
+    problem = layout_problem(feature.get("is_moe"), feature.get("moe_experts"), run.get("parallelism"))
+    return [problem] if problem else []
+
+
+def layout_problem(is_moe: Any, moe_experts: Any, parallelism: Any) -> str | None:
+    """Why a run's layout is impossible for its model (None when it is not): more expert-parallel ranks than routed
+    experts. A prediction input so laid out is unscored; a stored run so laid out is kept out of training."""
+    ep = parse_parallelism(parallelism if isinstance(parallelism, str) else None).ep
+    if is_moe and moe_experts is not None and not pd.isna(moe_experts) and ep > moe_experts:
+        return (f"EP {ep} exceeds the model's {int(moe_experts)} routed experts (an expert-parallel rank would hold "
+                "none)")
+    return None
 
 
 def no_prediction_reason(feature: Mapping[str, Any]) -> str:

@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 from tasks import progress
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Models
-from tasks.model.contract_rows import ContractFeatures, files_digest
+from tasks.model.contract_rows import ContractFeatures, files_digest, layout_problem
 from tasks.model.design import TARGET, tokens_per_sec
 from tasks.model.evaluation import (
     METRICS,
@@ -198,13 +198,22 @@ def moe_rows(frame: pd.DataFrame) -> np.ndarray:
 
 
 def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """features.training_runs rows with a target (built by the telemetry ingest)."""
+    """features.training_runs rows with a target (built by the telemetry ingest), less the runs whose layout their
+    model cannot have (`layout_problem`: what `gpucost predict` refuses to score is not learned from either)."""
     try:
         frame: pl.DataFrame = query(con, "model/training_features").pl()
-        return frame
     except duckdb.CatalogException as error:
         raise NotEnoughTelemetryError(
             "features.training_runs does not exist yet: run `gpucost ingest telemetry` first") from error
+    problems = pl.Series([layout_problem(*values) for values in
+                          frame.select("is_moe", "moe_experts", "parallelism").iter_rows()], dtype=pl.String)
+    if problems.null_count() < frame.height:
+        refused = frame.filter(problems.is_not_null()).with_columns(problems.drop_nulls().alias("problem"))
+        log.warning("kept out of training: %d run(s) whose layout their model cannot have: %s", refused.height,
+                    "; ".join(f"{r} ({p})" for r, p in refused.select("run_id", "problem").head(5).iter_rows())
+                    + ("; ..." if refused.height > 5 else ""))
+        frame = frame.filter(problems.is_null())
+    return frame
 
 
 def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:

@@ -7,6 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from tasks.ingest.landing import landed_lines
+from tests import configured
 from tests.telemetry.helpers import SAMPLE, current_runs, ingest, rejected, sample_rows
 
 GOOD = "llm-foundry-d8cd8403c5"   # line 2: MPT-70b, 512 x H100-SXM, bf16, 1007 tokens/s/GPU
@@ -217,3 +218,24 @@ def test_shape_and_machine_values_beyond_any_real_run_are_quarantined_and_the_bo
     assert "n_layers, when given, must be at least 1" in reasons[10]
     assert "d_model, when given, must be at least 1" in reasons[11]
     assert current_runs(con)["run_id"].to_list() == ["r0"]
+
+
+def test_a_run_whose_ep_exceeds_its_models_experts_is_stored_but_kept_out_of_training(con, tmp_path: Path,
+                                                                                     caplog) -> None:
+    """The bundled Qwen3-30B-A3B run (128 routed experts, model_shapes.csv) at EP 8, and the same run at EP 256: both
+    stored (nothing lost), the EP 256 one not learned from, as `gpucost predict` refuses to score it, with a warning."""
+    from tasks.features import refresh_feature_table
+    from tasks.model.training import read_training_features
+
+    run = "nemo-automodel-6330f05850"   # sample line 264: "FSDP 8 TP 1 PP 1 CP 1 EP 8 GA 16"
+    base = sample_rows(run)
+    wide = base.with_columns(run_id=pl.lit("ep256"), parallelism=pl.lit("FSDP 8 TP 1 PP 1 CP 1 EP 256 GA 16"))
+    path = tmp_path / "ep.csv"
+    pl.concat([base, wide]).write_csv(path)
+    ingest(con, path)
+    refresh_feature_table(con, configured.reference())
+    assert sorted(current_runs(con)["run_id"].to_list()) == sorted([run, "ep256"])
+    with caplog.at_level("WARNING", logger="gpucost.train"):
+        training = read_training_features(con)
+    assert training["run_id"].to_list() == [run]
+    assert "ep256 (EP 256 exceeds the model's 128 routed experts" in caplog.text
