@@ -51,9 +51,9 @@ def print_totals(outcomes: Sequence[FileOutcome]) -> None:
 
 
 def print_offers(found: pl.DataFrame, sort_by: str) -> None:
-    """One narrow table per workload (fits 100 columns): the offer, GPUs with their network, hours, $/Mtoken
-    with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind the GPU's prediction, or
-    `extrapolated`)."""
+    """One narrow table per workload (fits 100 columns): the offer (provider, region and zone, instances), GPUs
+    with their network, hours, $/Mtoken with its 80% interval, kg CO2e, and the trust mark (telemetry runs behind
+    the GPU's prediction, or `extrapolated`)."""
     console = narrow_console()
     for (name,), rows in found.group_by("workload", maintain_order=True):
         table = Table(title=shown(f"{name}, by {sort_by}"), title_justify="left", box=None, pad_edge=False,
@@ -72,7 +72,7 @@ def print_offers(found: pl.DataFrame, sort_by: str) -> None:
             table.add_row(
                 str(row["position_in_workload"] if sort_by == "co2"
                     else row["rank_by_time" if sort_by == "time" else "rank_by_cost"]),
-                f"{shown(row['provider'])} {shown(row['region'])}\n{instances}{shown(row['instance_type'])}",
+                f"{shown(row['provider'])} {shown(place(row))}\n{instances}{shown(row['instance_type'])}",
                 shown(row["pricing"].replace("_", "-")), f"{row['gpus']}×{shown(row['gpu'])}\n{shown(network(row))}",
                 figure(row["expected_hours"]), usd(row["usd_per_mtoken"]),
                 f"{usd(row['usd_per_mtoken_low'])}-{usd(row['usd_per_mtoken_high'])}",
@@ -80,6 +80,18 @@ def print_offers(found: pl.DataFrame, sort_by: str) -> None:
             )
         console.print(table)
         console.print()
+
+
+def place(row: Mapping[str, Any]) -> str:
+    """Where the offer is: its region and, where the price list gives one, its zone, so that two offers of one
+    region at different prices can be told apart (`us-east-2 use2-az1`); a zone named after its region (GCP's
+    `us-central1-a`) stands alone."""
+    region, zone = row["region"], row.get("zone")
+    if not zone:
+        return str(region)
+    if region and str(zone).startswith(str(region)):
+        return str(zone)
+    return f"{region} {zone}" if region else str(zone)
 
 
 NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
