@@ -348,7 +348,7 @@ def publish() -> None:
 
 @app.command()
 def predict(
-    input: Annotated[Path, typer.Argument(help="CSV or Parquet rows in the telemetry contract")],
+    input: Annotated[Path, typer.Argument(help="CSV, JSON Lines or Parquet rows in the telemetry contract")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write (CSV or Parquet)")],
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
@@ -654,7 +654,7 @@ def main() -> None:
     if is_worker():
 
         install_worker_handlers()
-    app()
+    app(prog_name="gpucost")  # a supervised worker runs as `python -m gpucost.cli`: its help and errors say gpucost
 
 
 if __name__ == "__main__":

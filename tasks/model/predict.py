@@ -38,6 +38,14 @@ from tasks.model.tracking import (
 from tasks.predict_bounds import score_within_bounds
 from tasks.reference import ReferenceFiles
 from tasks.telemetry.config import Telemetry
+from tasks.telemetry.readers import (
+    RAW_VALUES,
+    SOURCE_LINE,
+    TelemetryFileError,
+    read_parquet_table,
+    read_records,
+    separator_hint,
+)
 
 log = logging.getLogger("gpucost.predict")
 
@@ -160,16 +168,27 @@ def load_champion(uri: str, features: ContractFeatures) -> Champion | None:
     return None
 
 
+class NoRowsError(ValueError):
+    """The input has no rows (exit 1: nothing was predicted)."""
+
+
+class PredictInputError(ValueError):
+    """The input file cannot be predicted at all (e.g. a required contract column is missing)."""
+
+
 def read_rows(path: Path) -> pl.DataFrame:
-    """CSV (every value as text: normalise_runs parses it) or Parquet."""
-    suffix = path.suffix.lower()
+    """The input rows, read as the telemetry ingest reads a file (CSV and JSON Lines as text: normalise_runs
+    parses it), but Parquet as typed, so that the output gives the input columns back as they were. A file that
+    cannot be read (empty, a line of the wrong number of fields, not UTF-8, a damaged Parquet file) raises
+    PredictInputError naming the file and what is wrong."""
     if not path.exists():
         raise FileNotFoundError(f"input file {path} does not exist")
-    if suffix == ".csv":
-        return pl.read_csv(path, infer_schema=False)
-    if suffix in (".parquet", ".pq"):
-        return pl.read_parquet(path)
-    raise ValueError(f"{path}: unsupported input format {suffix!r} (use .csv or .parquet)")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            return read_parquet_table(path)
+        return read_records(path).drop(SOURCE_LINE, RAW_VALUES)
+    except TelemetryFileError as error:
+        raise PredictInputError(f"{path}: {error}") from error
 
 
 def write_rows(frame: pl.DataFrame, path: Path) -> None:
@@ -194,20 +213,13 @@ def predict_rows(rows: pl.DataFrame, champion: Champion) -> pl.DataFrame:
         UNSCORED_REASON)], how="horizontal")
 
 
-class NoRowsError(ValueError):
-    """The input has no rows (exit 1: nothing was predicted)."""
-
-
-class PredictInputError(ValueError):
-    """The input file cannot be predicted at all (e.g. a required contract column is missing)."""
-
-
 def check_prediction_columns(rows: pl.DataFrame, path: Path) -> None:
     """Every column a prediction needs (the telemetry contract's required columns but run_id and throughput)."""
     missing = [c for c in PREDICTION_REQUIRED_COLUMNS if c not in rows.columns]
     if missing:
         raise PredictInputError(f"{path}: missing required column(s) {', '.join(missing)} "
-                                f"(a prediction needs {', '.join(PREDICTION_REQUIRED_COLUMNS)})")
+                                f"(a prediction needs {', '.join(PREDICTION_REQUIRED_COLUMNS)})"
+                                f"{separator_hint(rows.columns)}")
 
 
 def predict_file(input_path: Path | str, output_path: Path | str, tracking_uri: str, telemetry: Telemetry,

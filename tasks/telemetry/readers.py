@@ -160,11 +160,16 @@ def _read_csv(path: Path) -> pl.DataFrame:
     )
 
 
-def _read_parquet(path: Path) -> pl.DataFrame:
+def read_parquet_table(path: Path) -> pl.DataFrame:
+    """The Parquet file as polars types it (TelemetryFileError when it is not a readable Parquet file)."""
     try:
-        table = pl.read_parquet(path)
+        return pl.read_parquet(path)
     except Exception as error:  # polars raises several types for a damaged file
         raise TelemetryFileError(f"unreadable Parquet file: {type(error).__name__}: {error}") from error
+
+
+def _read_parquet(path: Path) -> pl.DataFrame:
+    table = read_parquet_table(path)
     vectorised = _parquet_as_text(table)
     if vectorised is not None:
         return vectorised
@@ -210,22 +215,34 @@ def _parquet_as_text(table: pl.DataFrame) -> pl.DataFrame | None:
     )
 
 
+def separator_hint(columns: list[str]) -> str:
+    """Why required columns are missing when the header came out as one column holding another separator (a
+    spreadsheet's ';' export, a TSV renamed .csv): said after the missing columns; '' otherwise."""
+    if len(columns) == 1:
+        for separator in (";", "\t", "|"):
+            if separator in columns[0]:
+                return (f" (the header is one column, {columns[0][:40]!r}...: the file looks separated by "
+                        f"{separator!r}, and CSV is read as comma-separated)")
+    return ""
+
+
 def check_required_columns(columns: list[str]) -> None:
     for column in REQUIRED_COLUMNS:
         if column not in columns:
-            raise TelemetryFileError(f"missing required column {column!r}")
+            raise TelemetryFileError(f"missing required column {column!r}{separator_hint(columns)}")
     if THROUGHPUT_COLUMN not in columns and not all(c in columns for c in THROUGHPUT_PAIR):
         raise TelemetryFileError(
             f"missing required column {THROUGHPUT_COLUMN!r} (or the pair {' + '.join(THROUGHPUT_PAIR)})"
         )
 
 
-def read_telemetry(path: Path) -> pl.DataFrame:
-    """The file's records: its own columns as text, plus SOURCE_LINE and RAW_VALUES."""
+def read_records(path: Path) -> pl.DataFrame:
+    """The file's records: its own columns as text, plus SOURCE_LINE and RAW_VALUES, whatever columns it has
+    (`gpucost predict` reads its input with this too, and needs fewer columns than a stored run)."""
     path = Path(path)
     readers = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}
     try:
-        frame = readers[file_format(path)](path)
+        return readers[file_format(path)](path)
     except TelemetryFileError:
         raise
     except OSError as error:
@@ -234,6 +251,11 @@ def read_telemetry(path: Path) -> pl.DataFrame:
         raise TelemetryFileError(f"unreadable file: {type(error).__name__}: {error}") from error
     except (UnicodeDecodeError, csv.Error) as error:
         raise TelemetryFileError(f"unreadable file: {type(error).__name__}: {error}") from error
+
+
+def read_telemetry(path: Path) -> pl.DataFrame:
+    """The file's records (read_records), with every column the contract requires of a stored run."""
+    frame = read_records(path)
     check_required_columns([c for c in frame.columns if c not in (SOURCE_LINE, RAW_VALUES)])
     return frame
 

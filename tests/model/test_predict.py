@@ -39,6 +39,53 @@ def test_predict_file_without_champion_fails_clearly(tmp_path: Path) -> None:
     assert not (tmp_path / "out.csv").exists()
 
 
+# The fixture: a header of 13 columns and 10 rows (lines 2-11), no quotes; each fault is appended as line 12.
+UNREADABLE = {
+    "empty file": (b"", "empty CSV file: no header line"),
+    "a short line": (b"x,H100,8\n", "line 12: 3 fields, the header has 13"),
+    "a long line": (b"x" + b",1" * 13 + b"\n", "line 12: 14 fields, the header has 13"),
+    "an unclosed quote": (b'"x,H100,8\n', "line 12: 1 fields, the header has 13"),
+    "not UTF-8": (b"x\xff" + b"," * 12 + b"\n", "unreadable file: UnicodeDecodeError"),
+}
+
+
+@pytest.mark.parametrize("fault", list(UNREADABLE))
+def test_an_unreadable_input_is_one_line_naming_the_file_and_line(fault: str, tmp_path: Path) -> None:
+    """Read as the telemetry ingest reads a file, before any model is loaded (no champion here): exit 2, one
+    line, no traceback, no output. Before, polars' NoDataError / ComputeError came out as a traceback and a short
+    line was scored with its missing cells as nulls."""
+    from gpucost.cli import app
+
+    appended, reason = UNREADABLE[fault]
+    path = tmp_path / "rows.csv"
+    path.write_bytes(b"" if fault == "empty file" else PREDICT_INPUT.read_bytes() + appended)
+    result = CliRunner().invoke(app, ["predict", str(path), "-o", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {path}: {reason}") and result.output.count("\n") == 1, result.output
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_semicolon_separated_input_says_so(tmp_path: Path) -> None:
+    from gpucost.cli import app
+
+    path = tmp_path / "rows.csv"
+    pl.read_csv(PREDICT_INPUT, infer_schema=False).write_csv(path, separator=";")
+    result = CliRunner().invoke(app, ["predict", str(path), "-o", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2 and result.output.startswith(f"error: {path}: missing required column(s) gpu, ")
+    assert "the file looks separated by ';', and CSV is read as comma-separated)" in result.output
+
+
+def test_a_damaged_parquet_input_is_one_line(tmp_path: Path) -> None:
+    from gpucost.cli import app
+
+    whole, path = tmp_path / "whole.parquet", tmp_path / "rows.parquet"
+    pl.read_csv(PREDICT_INPUT, infer_schema=False).write_parquet(whole)
+    path.write_bytes(whole.read_bytes()[:-20])  # its footer cut off, as by an interrupted copy
+    result = CliRunner().invoke(app, ["predict", str(path), "-o", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2 and result.output.startswith(f"error: {path}: unreadable Parquet file: ")
+    assert result.output.count("\n") == 1, result.output
+
+
 def test_champion_predict_keeps_rows_and_adds_contract_columns(in_trained_home, training_features) -> None:
     champion = load_champion(configured.resources().tracking_uri, configured.contract())
     assert champion is not None and champion.version == "1"
@@ -134,6 +181,16 @@ def test_throughput_in_the_input_is_ignored(in_trained_home, tmp_path: Path) -> 
     without = predict_file(tmp_path / "without.csv", tmp_path / "without_out.csv", **configured.predict_options())
     assert with_throughput["predicted_tokens_per_sec_per_gpu"].to_list() == \
         without["predicted_tokens_per_sec_per_gpu"].to_list()
+
+
+def test_json_lines_input_predicts_as_the_same_rows_in_csv(in_trained_home, tmp_path: Path) -> None:
+    """JSON Lines, which the telemetry ingest reads, is read by predict the same way (values as text)."""
+    rows = pl.read_csv(PREDICT_INPUT, infer_schema=False)
+    rows.write_ndjson(tmp_path / "rows.jsonl")
+    from_csv = predict_file(PREDICT_INPUT, tmp_path / "csv_out.csv", **configured.predict_options())
+    from_jsonl = predict_file(tmp_path / "rows.jsonl", tmp_path / "jsonl_out.csv", **configured.predict_options())
+    assert from_jsonl.height == rows.height == 10
+    assert from_jsonl.equals(from_csv)
 
 
 def test_unscorable_rows_get_a_reason_not_a_crash(in_trained_home, tmp_path: Path) -> None:

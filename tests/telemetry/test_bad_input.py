@@ -239,3 +239,16 @@ def test_a_run_whose_ep_exceeds_its_models_experts_is_stored_but_kept_out_of_tra
         training = read_training_features(con)
     assert training["run_id"].to_list() == [run]
     assert "ep256 (EP 256 exceeds the model's 128 routed experts" in caplog.text
+
+
+def test_a_semicolon_separated_file_is_quarantined_saying_so(con, tmp_path: Path) -> None:
+    """A spreadsheet's ';' export of real rows: its header reads as one column, so every required column is
+    missing; the reason says why, not only the first column it lacks."""
+    path = tmp_path / "semicolons.csv"
+    pl.read_csv(SAMPLE, infer_schema=False).head(5).write_csv(path, separator=";")
+    outcome = ingest(con, path)
+    assert outcome.status == "quarantined"
+    assert outcome.error is not None and outcome.error.startswith("missing required column 'run_id' (the header is "
+                                                                  "one column, 'run_id;")
+    assert outcome.error.endswith("the file looks separated by ';', and CSV is read as comma-separated)")
+    assert current_runs(con).height == 0
