@@ -236,7 +236,14 @@ final as (
         optimizer,
         learning_rate,
         source,
-        nullif(split_part(source, ':', 1), '') as source_group,  -- repository, e.g. mosaicml/llm-foundry
+        -- the source's identity without its revision: the repository before ':' less a trailing '@commit' and
+        -- ' (note)' (mosaicml/llm-foundry; 'a/b (fork of c/b)@ab57af8bf' -> a/b), a document without its edition
+        -- ('NeMo Framework User Guide, Performance Summary (NeMo 25.07 …)'), a web page's host (arxiv.org)
+        nullif(case
+            when source ilike 'http%://%' then split_part(source, '/', 3)
+            else regexp_replace(regexp_replace(split_part(source, ':', 1), '@[0-9A-Fa-f]{7,40}$', ''),
+                                '\s+\(.*\)$', '')
+        end, '') as source_group,
         peak_tflops,                       -- dense TFLOP/s per GPU, run's precision
         peak_16bit_tflops,                 -- dense bf16 (else fp16) TFLOP/s per GPU
         matmul_ceiling_16bit,    -- measured max achievable bf16 matmul / peak (fraction)
