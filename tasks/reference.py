@@ -94,9 +94,12 @@ class Column:
 
     def expected(self) -> str:
         kind = "a whole number" if self.kind == "integer" else "a number"
-        low = f"from {self.ge:g}" if self.ge is not None else f"above {self.gt:g}" if self.gt is not None else ""
-        high = (f"to {self.le:g}" if self.ge is not None else f"and at most {self.le:g}" if self.gt is not None
-                else f"at most {self.le:g}") if self.le is not None else ""
+        if self.ge is not None:
+            low = f"from {self.ge:g}" if self.le is not None else f"of at least {self.ge:g}"
+        else:
+            low = f"above {self.gt:g}" if self.gt is not None else ""
+        high = ("" if self.le is None else f"to {self.le:g}" if self.ge is not None
+                else f"and at most {self.le:g}" if self.gt is not None else f"of at most {self.le:g}")
         unit = f" ({self.unit})" if self.unit else ""
         return " ".join(part for part in (kind, low, high) if part) + unit
 
