@@ -17,7 +17,7 @@ from tasks.model.config import Models, models_config
 from tasks.prices.config import PriceValidation
 from tasks.ranking.config import Ranking, ranking_config
 from tasks.ranking.workloads import load_workloads, workloads_config
-from tasks.reference import ReferenceFiles
+from tasks.reference import ReferenceFiles, check_reference_files, reference_paths
 from tasks.settings import Resources, locate
 from tasks.sources import Sources
 from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
@@ -104,11 +104,13 @@ workloads = workloads_config
 
 
 def check_all() -> None:
-    """Every config file validated (and the workloads against the ranking), ConfigError at the first problem:
+    """Every config file validated (and the workloads against the ranking, and every reference file
+    config/settings.toml [reference] names against its declaration), ConfigError at the first problem:
     the command line calls this before any flow starts. A config folder from before fetching existed has no
     fetch.toml: the nightly run is then offline."""
     for name, model in MODELS.items():
         config.load(name, model)
+    check_reference_files(reference_paths(settings().reference))  # the reference files, as input
     load_workloads(workloads(), ranking())
     if config.config_file("fetch").exists():
         config.load("fetch", fetch_config_model())

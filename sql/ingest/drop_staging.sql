@@ -5,6 +5,8 @@ drop table if exists staging_price_rows;
 drop table if exists staging_price_moves;
 drop table if exists staging_gpu_medians;
 drop table if exists staging_price_classes;
+drop table if exists staging_gpu_pricing_medians;
+drop table if exists staging_gpu_median_exempt;
 drop table if exists staging_suite_failures;
 drop table if exists staging_suite_check_rows;
 drop table if exists staging_part_check_rows;

@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from tasks.prices.config import PriceValidation
+from tasks.reference import REFERENCE_TABLES, check_reference_file
 
 # Columns every adapter returns (one row per priced offer and pricing type). Types as in
 # core.price_observations; `usd_per_gpu_hour`, `gpu` (canonical), file identity and ingest time are
@@ -123,8 +124,10 @@ def reference_file(file_name: str, folder: Path) -> Path:
 
 def reference_table(file_name: str, folder: Path) -> pl.DataFrame:
     """A lookup table of the adapters (all columns as text; cast where used), from `folder` as in
-    `reference_file`."""
-    return pl.read_csv(reference_file(file_name, folder), infer_schema=False, comment_prefix="#")
+    `reference_file`, checked against its declaration first (tasks.reference.REFERENCE_TABLES)."""
+    path = reference_file(file_name, folder)
+    check_reference_file(path, REFERENCE_TABLES[file_name])
+    return pl.read_csv(path, infer_schema=False, comment_prefix="#")
 
 
 @dataclass

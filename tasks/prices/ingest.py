@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.lifecycle import Dataset, FileContext, FileError, Staged, ingest_file
@@ -45,7 +46,7 @@ DATASET = "prices"
 # so far: the writer's part, in the file's transaction
 HISTORY = ("prices/price_move_factor", "prices/plausibility", "prices/checked_rows")
 HISTORY_COLUMNS = frozenset({"previous_usd_per_hour", "price_move_factor", "gpu_price_factor", "vs_class_floor",
-                             "vs_class_ceiling"})
+                             "vs_class_ceiling", "share_of_gpu_median"})
 
 
 def price_dataset(
@@ -61,7 +62,8 @@ def price_dataset(
         stage=prices.read_and_stage, failures="prices/combine_failures", store=prices.store,
         notes=prices.rejection_notes, read_error="cannot read as {format}: {name}: {error}",
         history=HISTORY, history_columns=HISTORY_COLUMNS,
-        history_tables={"price_gpu_classes": gpu_class_bounds(validation).to_arrow()},
+        history_tables={"price_gpu_classes": gpu_class_bounds(validation).to_arrow(),
+                        **gpu_median_settings(validation)},
     )
 
 
@@ -134,6 +136,18 @@ def gpu_class_bounds(validation: PriceValidation) -> pl.DataFrame:
     return pl.DataFrame(rows, orient="row", schema={
         "gpu": pl.String, "class_name": pl.String, "min_usd_per_gpu_hour": pl.Float64,
         "max_usd_per_gpu_hour": pl.Float64})
+
+
+def gpu_median_settings(validation: PriceValidation) -> dict[str, pa.Table]:
+    """The per-GPU-or-per-instance check's settings as the tables sql/prices/plausibility.sql reads:
+    `price_gpu_median_settings` (one row) and `price_gpu_median_exempt` (provider)."""
+    settings = pl.DataFrame({"min_share_of_gpu_median": [validation.min_share_of_gpu_median],
+                             "gpu_median_min_providers": [validation.gpu_median_min_providers],
+                             "gpu_median_window_days": [validation.gpu_median_window_days]},
+                            schema={"min_share_of_gpu_median": pl.Float64, "gpu_median_min_providers": pl.Int64,
+                                    "gpu_median_window_days": pl.Int32})
+    exempt = pl.DataFrame({"provider": validation.gpu_median_exempt_providers}, schema={"provider": pl.String})
+    return {"price_gpu_median_settings": settings.to_arrow(), "price_gpu_median_exempt": exempt.to_arrow()}
 
 
 def _normalise_params(file: FileContext) -> dict[str, Any]:

@@ -7,14 +7,16 @@ hourly cost so that they rank beside cloud offers. Columns:
 | gpu | yes | GPU name, any spelling in data/reference/gpu_aliases.csv |
 | gpu_count | yes | GPUs per node (the unit you would rent: `usd_per_hour` is for the node) |
 | usd_per_gpu_hour_amortised | yes | hardware + hosting cost per GPU-hour, without electricity (USD) |
-| electricity_usd_per_kwh | no | what power costs at the site (USD per kWh) |
-| pue | no | power usage effectiveness of the site (>= 1; 1.0 = no cooling overhead) |
+| electricity_usd_per_kwh | no | what power costs at the site (USD per kWh, to max_electricity_usd_per_kwh) |
+| pue | no | power usage effectiveness of the site (1.0 = no cooling overhead, to max_pue) |
 | instance_type | no | a name for the node; default `owned-<gpu_count>x<gpu>` |
 | observed_at | no | when the figures were set (ISO date); default the ingest time |
 
 Rows are `on_demand` (the GPUs are there whenever you want them). Energy is NOT in `usd_per_hour`:
 `electricity_usd_per_kwh` and `pue` are carried to core.price_observations so that a ranking can add
-energy = GPU power x hours x PUE x price per kWh.
+energy = GPU power x hours x PUE x price per kWh. A row whose electricity price or PUE is given but is not a finite
+number, or is out of its bounds (config/settings.toml [validation.prices]), is quarantined with the reason (a `nan`
+would rank with a `nan` cost).
 """
 
 from __future__ import annotations
@@ -66,13 +68,29 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         rejected_reason=pl.coalesce(comma_reason({
             "usd_per_gpu_hour_amortised": pl.col("usd_per_gpu_hour_amortised"), "gpu_count": pl.col("gpu_count"),
             "electricity_usd_per_kwh": pl.col("electricity_usd_per_kwh"), "pue": pl.col("pue")}),
-            pl.when(_num("pue") < 1)
-            .then(pl.lit("PUE below 1 is impossible (facility power cannot be less than IT power)"))
-            .when(_num("electricity_usd_per_kwh") < 0)
-            .then(pl.lit("electricity price must not be negative"))
-            .otherwise(None)),
+            site_figure_reason("pue", 1.0, "PUE below 1 is impossible (facility power cannot be less than IT power)",
+                               "max_pue", context.validation.max_pue),
+            site_figure_reason("electricity_usd_per_kwh", 0.0, "electricity price must not be negative",
+                               "max_electricity_usd_per_kwh", context.validation.max_electricity_usd_per_kwh,
+                               " (a price per MWh?)")),
     )
     return AdapterResult(records=conform(records))
+
+
+def site_figure_reason(column: str, low: float, below: str, limit: str, high: float, hint: str = "") -> pl.Expr:
+    """Why a site's optional figure (`column`) cannot be used, else null: given but not a finite number (`nan`, `inf`,
+    text), below `low` (`below` says why), or above `high` (config/settings.toml [validation.prices] `limit`)."""
+    text = pl.col(column).str.strip_chars()
+    value = _num(column)
+    return (
+        pl.when(text.is_not_null() & (text != "") & ~value.is_finite().fill_null(False))
+        .then(pl.format(f"{column} {{}} is not a finite number", text))
+        .when(value < low).then(pl.lit(below))
+        .when(value > high)
+        .then(pl.format(f"{column} {{}} is above {limit} = {high:g} (config/settings.toml [validation.prices]){hint}",
+                        text))
+        .otherwise(None)
+    )
 
 
 PROVIDER = Provider("owned", formats={"owned": frame_reader(parse)})

@@ -8,6 +8,8 @@ from pydantic import Field, field_validator
 
 from tasks import config
 from tasks.config import Count, Fraction, NonNegative, Positive, Strict
+from tasks.prices.config import MAX_PUE
+from tasks.reference import MAX_GRID_GCO2E_PER_KWH
 
 
 class Memory(Strict):
@@ -42,13 +44,13 @@ class Carbon(Strict):
     """config/ranking.toml [carbon]: owned GPU sites' grid intensity (clouds: data/reference/region_carbon.csv)."""
 
     # site (the owned price list's region) -> g CO2e per kWh, location-based; a site not listed gets no CO2 figure
-    owned_gco2e_per_kwh: dict[str, Annotated[float, Field(ge=0, le=5_000, allow_inf_nan=False)]] = {}
+    owned_gco2e_per_kwh: dict[str, Annotated[float, Field(ge=0, le=MAX_GRID_GCO2E_PER_KWH, allow_inf_nan=False)]] = {}
 
 
 class Energy(Strict):
-    utilisation_of_tdp: Annotated[float, Field(gt=0, le=1.5)]
-    cloud_pue: Annotated[float, Field(ge=1)]
-    owned_pue: Annotated[float, Field(ge=1)]
+    utilisation_of_tdp: Annotated[float, Field(gt=0, le=1.5, allow_inf_nan=False)]
+    cloud_pue: Annotated[float, Field(ge=1, le=MAX_PUE, allow_inf_nan=False)]
+    owned_pue: Annotated[float, Field(ge=1, le=MAX_PUE, allow_inf_nan=False)]
 
 
 class Spot(Strict):

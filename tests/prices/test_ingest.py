@@ -227,6 +227,14 @@ def test_gcp_host_vms_option_is_what_prices_the_accelerators(con) -> None:
     assert (without.rows_loaded, without.rows_quarantined) == (0, 747)
 
 
+def test_no_bundled_offer_is_judged_a_per_gpu_price_read_per_instance(loaded) -> None:
+    """Every configured file in its configured order: no row falls below min_share_of_gpu_median of its GPU's
+    median (sql/prices/plausibility.sql); the check quarantines no real offer."""
+    con, _ = loaded
+    assert con.execute("select count(*) from quarantine.rejected_rows "
+                       "where failed_check like '%share_of_gpu_median%'").fetchall() == [(0,)]
+
+
 def test_staged_rows_never_reach_the_warehouse_file_and_lines_count_from_the_header(loaded) -> None:
     """Staging is TEMP tables of the ingest's transaction: none is left, and the warehouse has no staging schema.
     Row keys come from rowids, which DuckDB starts at a large base inside a transaction: the SkyPilot AWS sample

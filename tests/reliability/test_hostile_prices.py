@@ -34,13 +34,16 @@ NAMES = itertools.count()
 IDS = [f"{s.format}:{Path(s.sample).suffix[1:]}:{s.provider}" for s in SEEDS]
 
 # Rows that reached core: priced, positive, finite and within the configured bounds
-# (config/settings.toml [validation.prices]: 1000 USD per instance-hour, 150 USD per GPU-hour), known GPU, USD.
+# (config/settings.toml [validation.prices]: 1000 USD per instance-hour, 150 USD per GPU-hour; an owned site's
+# electricity 0 to 2 USD per kWh and PUE 1 to 3, where given), known GPU, USD.
 INSANE_CORE_ROWS = """
 select count(*) from core.price_observations
 where content_sha256 = $sha and not (
     isfinite(usd_per_hour) and usd_per_hour > 0 and usd_per_hour <= 1000
     and isfinite(usd_per_gpu_hour) and usd_per_gpu_hour > 0 and usd_per_gpu_hour <= 150
-    and gpu is not null and currency = 'USD' and gpu_count > 0)
+    and gpu is not null and currency = 'USD' and gpu_count > 0
+    and coalesce(isfinite(electricity_usd_per_kwh) and electricity_usd_per_kwh between 0 and 2, true)
+    and coalesce(isfinite(pue) and pue between 1 and 3, true))
 """
 
 
