@@ -113,7 +113,7 @@
 
   function size(el) {
     var width = Math.max(280, el.clientWidth);
-    return { width: width, height: Math.round(Math.min(380, Math.max(220, width * 0.5))) };
+    return { width: width, height: Math.round(Math.min(380, Math.max(300, width * 0.5))) };
   }
 
   var charts = [];
