@@ -140,6 +140,14 @@ def test_the_nights_page_opens_offline_filters_like_gpucost_offers_and_reads_the
     assert problems == []
     phone.close()
 
+    # scripts off: every offers table reads whole, server-rendered; the filters (which need a script) are not shown
+    context = browser.new_context(java_script_enabled=False)
+    bare = context.new_page()
+    bare.goto(path.as_uri())
+    assert bare.locator("table.offers tbody tr:visible").count() == html.count("<tr data-gpu=")
+    assert not bare.locator("#filters").is_visible()
+    context.close()
+
 
 def test_hostile_instance_types_in_a_price_list_render_as_text_and_run_nothing(
         night: Night, browser: Any, tmp_path: Path) -> None:
