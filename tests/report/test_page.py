@@ -36,3 +36,14 @@ def test_an_offer_of_several_zones_names_them() -> None:
     assert places("us-east-2", ["use2-az1"]) == "us-east-2 use2-az1"
     assert places("us-central1", ["us-central1-a"]) == "us-central1-a"
     assert places("westus", [None]) == "westus"
+
+
+def test_gpucost_report_without_a_published_night_says_how_to_make_one(gpucost_home) -> None:
+    from typer.testing import CliRunner
+
+    from gpucost.cli import app
+
+    done = CliRunner().invoke(app, ["report"])
+    assert done.exit_code == 1
+    assert "no published ranking at" in done.output and "gpucost run" in done.output
+    assert not (gpucost_home / "report" / "index.html").exists()
