@@ -18,6 +18,7 @@ from tasks.ranking.config import Ranking
 from tasks.ranking.rank import ThroughputModel
 from tasks.ranking.workloads import load_workloads
 from tasks.reference import ReferenceFiles
+from tasks.report.page import report_path, write_report
 from tasks.settings import Resources
 from tasks.stores import mlflow_problem
 from tasks.warehouse import warehouse
@@ -41,6 +42,18 @@ def publish_night_task(champion: ThroughputModel | None, publish_date: date, pub
                              reference=reference, workloads=workloads)
 
 
+@task(name="write-report", cache_policy=NO_CACHE)
+def write_report_task(resources: Resources, workloads: pl.DataFrame) -> str:
+    """The offers page from the database just published; a page that cannot be written costs only the page."""
+    import duckdb
+
+    try:
+        written = write_report(resources.published, report_path(resources.home), workloads)
+    except (OSError, duckdb.Error) as error:
+        return f"offers page not written: {' '.join(str(error).split())}"
+    return f"offers page: {written.path} ({written.size_bytes / 1e6:.1f} MB)"
+
+
 @flow(name="publish", log_prints=True)
 def publish(publish_date: date | None = None) -> PublishOutcome:
     published_at = datetime.now(UTC)
@@ -51,6 +64,7 @@ def publish(publish_date: date | None = None) -> PublishOutcome:
     champion = load_champion_task(resources.tracking_uri,
                                   ContractFeatures.configured(config_files.telemetry(), reference))
     outcome = publish_night_task(champion, publish_date, published_at, resources, ranking, reference, workloads)
+    outcome.markdown += f"\n{write_report_task(resources, workloads)}\n"
     create_table_artifact(
         key="gpu-cost-top-offers",
         table=outcome.top.to_dicts(),

@@ -442,6 +442,27 @@ def require_positive(options: dict[str, float | None]) -> None:
 
 
 @app.command()
+def report() -> None:
+    """Write tonight's offers as a self-contained page, $GPUCOST_HOME/report/index.html, from the published database."""
+    import duckdb
+
+    from tasks.report.page import report_path, write_report  # start-up time: Jinja2 loads only here
+
+    state = resources()
+    try:
+        configured = load_workloads(config_files.workloads(), config_files.ranking())
+    except (WorkloadConfigError, FileNotFoundError):
+        configured = None  # the page then shows what the ranking stored of each workload
+    try:
+        written = write_report(state.published, report_path(state.home), configured)
+    except FileNotFoundError as error:
+        fail(str(error))
+    except (duckdb.Error, OSError) as error:
+        fail(f"cannot write the report from {state.published}: {' '.join(str(error).split())}")
+    out.print(f"wrote {written.path} ({written.size_bytes / 1e6:.1f} MB in {written.seconds:.1f} s)", highlight=False)
+
+
+@app.command()
 def workloads() -> None:
     """The workloads the nightly ranking prices (config/workloads.toml)."""
 

@@ -88,6 +88,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
             exits=(Exit.DONE, Exit.INPUT)),
     Command("sql", supervised=False, checks_config=False, writes_home=False, runs_flows=False, stores="none",
             exits=(Exit.DONE, Exit.FAILED, Exit.INPUT, Exit.BUSY, Exit.DAMAGED, Exit.SIGINT)),
+    Command("report", supervised=False, checks_config=False, writes_home=True, runs_flows=False, stores="none",
+            exits=(Exit.DONE, Exit.FAILED, Exit.INPUT)),
     Command("offers", supervised=False, checks_config=False, writes_home=False, runs_flows=False, stores="none",
             exits=(Exit.DONE, Exit.FAILED, Exit.INPUT)),
 )}

@@ -4,8 +4,8 @@ and the number formats in them. Everything shown that came from data is escaped 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +13,7 @@ from rich.table import Table
 
 from tasks.display import printable
 from tasks.ingest.registry import FileOutcome
+from tasks.ranking.labels import figure, network, place, usd
 from tasks.sql_bounds import TableResult, cell_text
 from tasks.summary import totals
 
@@ -80,41 +81,6 @@ def print_offers(found: pl.DataFrame, sort_by: str) -> None:
             )
         console.print(table)
         console.print()
-
-
-def place(row: Mapping[str, Any]) -> str:
-    """Where the offer is: its region and, where the price list gives one, its zone, so that two offers of one
-    region at different prices can be told apart (`us-east-2 use2-az1`); a zone named after its region (GCP's
-    `us-central1-a`) stands alone."""
-    region, zone = row["region"], row.get("zone")
-    if not zone:
-        return str(region)
-    if region and str(zone).startswith(str(region)):
-        return str(zone)
-    return f"{region} {zone}" if region else str(zone)
-
-
-NETWORK_ABBREVIATIONS = {"InfiniBand": "IB", "Ethernet": "Eth", "GPUDirect-TCPX": "TCPX", "GPUDirect-TCPXO": "TCPXO"}
-
-
-def network(row: Mapping[str, Any]) -> str:
-    """The machine beside the GPUs: GPUs per scale-up domain and scale-out Gb/s per GPU, e.g. `8-way 400G EFA`
-    (`?` marks a defaulted network)."""
-    if row["scale_up_domain_gpus"] is None:
-        return ""
-    unknown = row["network_kind"] in (None, "unknown")
-    kind = "?" if unknown else f" {NETWORK_ABBREVIATIONS.get(row['network_kind'], row['network_kind'])}"
-    return f"{row['scale_up_domain_gpus']}-way {row['scale_out_gbps_per_gpu']:g}G{kind}"
-
-
-def figure(value: float) -> str:
-    """As a person reads it: 3 significant figures, thousands separated, no exponent."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def usd(value: float) -> str:
-    """Dollars per million tokens to 3 significant figures, trailing zeros kept (0.400, 0.0136)."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
 
 
 def tokens(value: float) -> str:

@@ -172,6 +172,7 @@ def test_nightly_then_every_readme_query_returns_rows(night: Night) -> None:
     gpucost_home = night.home
     assert (gpucost_home / "published.duckdb").exists()
     assert (gpucost_home / "gpu_cost_ranking.png").exists()
+    assert (gpucost_home / "report" / "index.html").exists()  # README "Browse tonight's offers"
 
     # price_fetch_status has rows only after a fetch: its query runs in tests/fetch (nightly with fetching).
     queries = [q for q in readme_sql_examples() if "price_fetch_status" not in q]

@@ -63,7 +63,11 @@ final as (
         co2e_source,
         telemetry_runs_for_gpu,  -- telemetry runs behind this GPU's prediction
         model_version,
-        position_in_workload
+        position_in_workload,
+        -- the report page's (tasks/report/), not printed by `gpucost offers` (tasks/ranking/offers.py)
+        purchase_option,         -- commitments: how the term is paid
+        offering_class,
+        extrapolation            -- what the throughput prediction extrapolates (e.g. unseen_gpu)
     from numbered
     where position_in_workload <= $limit
 )

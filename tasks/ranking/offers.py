@@ -47,10 +47,20 @@ class OfferFilter:
     sort_by: Literal["cost", "time", "co2"] = "cost"
 
 
-def find_offers(con: duckdb.DuckDBPyConnection, wanted: OfferFilter) -> pl.DataFrame:
-    """Tonight's ranked offers matching `wanted`, best first per workload, with the trust mark."""
+# Columns of the offers query only the report page shows (the commitment's terms, what is extrapolated).
+PAGE_ONLY_COLUMNS = ("purchase_option", "offering_class", "extrapolation")
+
+
+def ranked_offers(con: duckdb.DuckDBPyConnection, wanted: OfferFilter) -> pl.DataFrame:
+    """Tonight's ranked offers matching `wanted`, best first per workload, with the trust mark: every column of the
+    offers query (the report page's too)."""
     frame: pl.DataFrame = query(con, "offers/offers", asdict(wanted)).pl()
     return frame.with_columns(trust_column())
+
+
+def find_offers(con: duckdb.DuckDBPyConnection, wanted: OfferFilter) -> pl.DataFrame:
+    """`gpucost offers`: ranked_offers without the page's own columns."""
+    return ranked_offers(con, wanted).drop(PAGE_ONLY_COLUMNS)
 
 
 def published_workloads(con: duckdb.DuckDBPyConnection) -> list[str]:
