@@ -109,6 +109,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         from joblib import cpu_count
 
         cpu_count(only_physical_cores=True)
+        # MLflow's telemetry schema asks platform.processor() at import, which runs `uname -p` once (then cached)
+        import platform
+
+        platform.processor()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
