@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.console import configure_cli_output, quiet_prefect_environment
-from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised
+from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised, said_in_one_line
 from gpucost.present import (
     narrow_console,
     out,
@@ -30,6 +30,7 @@ from gpucost.present import (
 from gpucost.serve import ServeError
 from gpucost.serve import serve as serve_all
 from tasks import config_files
+from tasks.config import memory_limit_problem
 from tasks.config_files import check_all
 from tasks.display import printable
 from tasks.extras import MissingExtraError, check_command, require
@@ -41,7 +42,17 @@ from tasks.ranking.offers import OfferFilter, find_offers, open_published, publi
 from tasks.ranking.workloads import WorkloadConfigError, load_workloads
 from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
 from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
-from tasks.sql_bounds import INTERRUPTED_MESSAGE, QueryTimeout, SqlBounds, fetch_table, is_interrupt, write_csv
+from tasks.sql_bounds import (
+    INTERRUPTED_MESSAGE,
+    MAX_ROWS,
+    MAX_TIMEOUT_SECONDS,
+    QueryTimeout,
+    ResultTooLarge,
+    SqlBounds,
+    fetch_table,
+    is_interrupt,
+    write_csv,
+)
 from tasks.stores import disk_full_file, sqlite_path
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free, connect
 
@@ -94,6 +105,16 @@ def check_readable(paths: list[Path] | None) -> None:
             fail(f"{path}: permission denied (not readable)", Exit.INPUT)
         if not path.is_dir() and (irregular := irregular_file(path)) is not None:
             fail(irregular, Exit.INPUT)  # a FIFO or a device would be read forever
+
+
+def check_output_name(path: Path) -> None:
+    """An output the file system cannot name (e.g. a name past 255 bytes) is said before any work (exit 2)."""
+    try:
+        path.stat()
+    except FileNotFoundError:  # not written yet (its folder is made when the output is written)
+        return
+    except OSError as error:
+        fail(f"{path}: {error.strerror or error}", Exit.INPUT)
 
 
 def resources() -> Resources:
@@ -297,18 +318,45 @@ def train() -> None:
     print_wrapped(outcome.summary_line())
 
 
-class _DropTraceback:
-    """Logging filter: keep a failed run's log line, drop its traceback (the command's last line says why)."""
+class _HeldLines:
+    """Logging filter: lines at `level` or above are held back (the command's own one line may say them already);
+    `replay` prints what is still held."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.held: list[logging.LogRecord] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level:
+            self.held.append(record)
+            return False
+        return True
+
+    def replay(self) -> None:
+        """Print the held lines (once the filter is off their loggers)."""
+        for record in self.held:
+            logging.getLogger(record.name).handle(record)
+        self.held.clear()
+
+
+class _DropTraceback(_HeldLines):
+    """Keep a failed run's log line, drop its traceback (the command's last line says why); ERROR lines are held
+    (`_tracebacks_dropped`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.exc_info = None
         record.exc_text = None
-        return True
+        return super().filter(record)
 
 
 class _tracebacks_dropped:
     """While a flow runs from the CLI, Prefect's task and flow loggers print no tracebacks, and Prefect's API
-    failing to start or answer is one line (exit 1), not a traceback."""
+    failing to start or answer is one line (exit 1), not a traceback. Their ERROR lines are held until the flow
+    ends: a failure the command says in one line (gpucost.guard.said_in_one_line) drops them, so that line is
+    the only one; anything else (a step that failed in a night that went on) prints them then."""
 
     names = ("prefect.task_runs", "prefect.flow_runs", "prefect.engine", "mlflow.store.db.utils")
 
@@ -323,7 +371,10 @@ class _tracebacks_dropped:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
         for name in self.names:
             logging.getLogger(name).removeFilter(self.filter)
-        if isinstance(error, RuntimeError) and "Prefect API" in str(error):
+        prefect_down = isinstance(error, RuntimeError) and "Prefect API" in str(error)
+        if not (prefect_down or (error is not None and said_in_one_line(error))):
+            self.filter.replay()
+        if prefect_down:
 
             fail(f"the Prefect API is unavailable ({' '.join(str(error).split())}); state in "
                  f"{self.prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
@@ -353,23 +404,60 @@ def predict(
 ) -> None:
     """Predict tokens/s per GPU (with an interval) with the champion model."""
     check_readable([input])
+    check_output_name(output)
 
     configure_cli_output()
     state = resources()
     from tasks.model.predict import NoChampionError, PredictInputError, predict_file  # start-up time: MLflow
+
+    failure: tuple[str, int] | None = None
+    warnings = _HeldLines(logging.WARNING)  # printed before the command's last line, unless that line says them
+    logging.getLogger("gpucost.predict").addFilter(warnings)
     try:
         result = predict_file(input, output, state.tracking_uri, config_files.telemetry(),
                               config_files.settings().reference)
     except PredictInputError as error:
-        fail(str(error), Exit.INPUT)
-    except (NoChampionError, FileNotFoundError, ValueError) as error:
-        fail(str(error))
+        failure = str(error), Exit.INPUT
+    except NoChampionError as error:
+        read_only = champion_on_read_only_home(state)
+        if read_only is not None:  # the warning named the file MLflow could not write: this line says why
+            warnings.held.clear()
+        failure = read_only or str(error), Exit.FAILED
+    except (FileNotFoundError, ValueError) as error:
+        failure = str(error), Exit.FAILED
+    finally:
+        logging.getLogger("gpucost.predict").removeFilter(warnings)
+        warnings.replay()
+    if failure is not None:
+        fail(*failure)
     reasons = result["unscored_reason"].drop_nulls()
     if result.height and reasons.len() == result.height:
         fail(f"none of the {result.height} row(s) of {input} could be scored (first reason: {reasons[0]}); "
              f"see unscored_reason in {output}")
     out.print(f"{result.height - reasons.len()} row(s) predicted, {reasons.len()} unscored "
               f"(see unscored_reason) -> {output}", highlight=False, soft_wrap=True)
+
+
+def champion_on_read_only_home(state: Resources) -> str | None:
+    """Why a champion the registry holds could not be loaded, when the cause is the machine's: a local store's
+    artifacts folder that cannot be written (MLflow writes `registered_model_meta` into a local model's folder each
+    time it loads it). None when that is not the cause: the command says there is no champion."""
+    import os
+
+    artifacts = state.mlflow_artifacts
+    if not artifacts.is_dir() or os.access(artifacts, os.W_OK):  # a read-only mount is refused even to root
+        return None
+    from tasks.model.tracking import CHAMPION, REGISTERED_MODEL, connect_tracking, version_by_alias
+
+    try:
+        champion = version_by_alias(connect_tracking(state.tracking_uri, create_experiment=False).client, CHAMPION)
+    except Exception:  # an unreadable registry: "no champion" says it as well as anything here could
+        return None
+    if champion is None:
+        return None
+    return (f"the champion (v{champion.version} of {REGISTERED_MODEL} in {state.tracking_uri}) cannot be loaded: "
+            f"{artifacts} is read-only, and MLflow writes a file (registered_model_meta) into a local model's "
+            f"folder each time it loads it; run gpucost predict with GPUCOST_HOME on a writable copy of {state.home}")
 
 
 class SortBy(StrEnum):
@@ -401,7 +489,7 @@ def offers(
 
     if as_csv and as_json:
         fail("give --csv or --json, not both", Exit.INPUT)
-    require_positive({"--max-hours": max_hours, "--max-usd": max_usd})
+    require_positive({"--max-hours": max_hours, "--max-usd": max_usd, "--max-co2-kg": max_co2_kg})
     wanted = OfferFilter(workload=workload, gpu=gpu, provider=provider, region=region,
                          pricing=None if spot is None else ("spot" if spot else "on_demand"),
                          max_hours=max_hours, max_usd=max_usd, max_co2_kg=max_co2_kg, limit=limit,
@@ -510,16 +598,18 @@ def sql(
             fail(damaged.message, PROBLEM_EXITS[damaged.kind])
         # read-only, no file or network access beyond this database, settings locked, no extensions loaded
         con = connect(target, read_only=True, config={**SANDBOXED, "memory_limit": memory})
-    except (FileNotFoundError, WarehouseBusyError) as error:
+    except FileNotFoundError as error:
         fail(str(error))
+    except WarehouseBusyError as error:  # e.g. an ingest writing the warehouse (README: exit 4)
+        fail(str(error), Exit.BUSY)
     except KeyboardInterrupt:  # Ctrl-C while the database opens
         fail(INTERRUPTED_MESSAGE, Exit.SIGINT)
     try:
         if csv:
-            write_csv(con, query, bounds.timeout_seconds, sys.stdout)
+            write_csv(con, query, bounds, sys.stdout)
             return
         result = fetch_table(con, query, bounds)
-    except QueryTimeout as error:
+    except (QueryTimeout, ResultTooLarge) as error:
         fail(str(error))
     except (KeyboardInterrupt, duckdb.InterruptException, RuntimeError) as error:
         if not is_interrupt(error):
@@ -542,13 +632,16 @@ def sql_bounds(timeout: float | None, memory_limit: str | None, max_rows: int | 
         settings = config_files.settings().sql
     except ConfigError as error:
         fail(str(error), Exit.INPUT)
-    if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
-        fail(f"--timeout {timeout}: give a number of seconds, 0 or more (0: no limit)", Exit.INPUT)
-    if max_rows is not None and max_rows < 0:
-        fail(f"--max-rows {max_rows}: give 0 or more (0: every row)", Exit.INPUT)
+    if timeout is not None and not (math.isfinite(timeout) and 0 <= timeout <= MAX_TIMEOUT_SECONDS):
+        fail(f"--timeout {timeout:g}: give a number of seconds from 0 to {MAX_TIMEOUT_SECONDS:,} (0: no limit)",
+             Exit.INPUT)
+    if max_rows is not None and not 0 <= max_rows <= MAX_ROWS:
+        fail(f"--max-rows {max_rows}: give 0 to {MAX_ROWS:,} (0: every row)", Exit.INPUT)
+    if memory_limit is not None and (problem := memory_limit_problem(memory_limit)) is not None:
+        fail(f"--memory-limit: {problem}", Exit.INPUT)
     bounds = SqlBounds(timeout_seconds=settings.timeout_seconds if timeout is None else timeout,
                        max_rows=settings.max_rows if max_rows is None else max_rows,
-                       max_cell_chars=settings.max_cell_chars)
+                       max_cell_chars=settings.max_cell_chars, max_result_mb=settings.max_result_mb)
     return bounds, memory_limit or settings.memory_limit
 
 

@@ -123,6 +123,17 @@ def check_workloads() -> None:
     require_workloads(load_workloads(config_files.workloads(), config_files.ranking()))
 
 
+# What `guarded` says in one line with its own exit code (a full disk, found in the error's chain, too)
+ONE_LINE_ERRORS = (PreflightError, WarehouseBusyError, ConfigError, NoOffersError, ForeignTargetError, IngestAborted,
+                   CommandExit)
+
+
+def said_in_one_line(error: BaseException) -> bool:
+    """`guarded` turns `error` into one line (so Prefect's ERROR lines about it would only say it again)."""
+    return (isinstance(error, ONE_LINE_ERRORS) or find_aborted(error) is not None
+            or (isinstance(error, Exception) and disk_full_file(error) is not None))
+
+
 @contextmanager
 def guarded(fail: Callable[[str, int], NoReturn], home: Path) -> Iterator[None]:
     """Inside a command: a failed pre-flight, a busy warehouse, a bad config file, no offers or a full disk

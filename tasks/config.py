@@ -13,6 +13,7 @@ its variable.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from difflib import get_close_matches
@@ -21,17 +22,40 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, TypeVar, Union, cast, get_args, get_origin
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from tasks.settings import ConfigError, Environment, Strict, config_dir, what_was_wrong
 
-__all__ = ["ConfigError", "Count", "Fraction", "NonNegative", "Positive", "Strict", "load", "read_toml"]
+__all__ = ["ConfigError", "Count", "Fraction", "MemoryLimit", "NonNegative", "Positive", "Strict", "load",
+           "memory_limit_problem", "read_toml"]
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=1)]
 M = TypeVar("M", bound=BaseModel)
+
+# A DuckDB memory cap: a size above 0 in a unit DuckDB reads. DuckDB takes "-1GB" (and any negative) as no cap
+# at all, and "lots" fails only when the setting is applied, deep in a flow: both are refused where they are given.
+MEMORY_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", re.IGNORECASE)
+
+
+def memory_limit_problem(text: str) -> str | None:
+    """Why `text` is not a memory cap (a size above 0, e.g. 600MB, 4GiB), or None."""
+    size = MEMORY_SIZE.fullmatch(text)
+    if size is None or float(size.group(1)) <= 0:
+        return f"must be a size above 0 such as 600MB or 4GiB (got {text!r})"
+    return None
+
+
+def _memory_limit(text: str) -> str:
+    problem = memory_limit_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+MemoryLimit = Annotated[str, AfterValidator(_memory_limit)]
 
 
 def config_file(name: str) -> Path:
@@ -125,10 +149,22 @@ def describe(error: ValidationError, file: str, data: Any, overrides: dict[tuple
     return f"{source}: {prefix}{where}: {what}{more}"
 
 
+class _NotUtf8(ValueError):
+    """A config file holds a byte that is not UTF-8 (TOML is UTF-8): where, in the file's own terms."""
+
+
 @cache
 def _read(path: str, mtime_ns: int) -> dict[str, Any]:
     with open(path, "rb") as fh:
-        return tomllib.load(fh)
+        data = fh.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:  # tomllib.load's own decode raised it as a bare traceback
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise _NotUtf8(f"not valid TOML (byte 0x{data[error.start]:02x} at line {line}, column {column} is not "
+                       "UTF-8)") from None
+    return tomllib.loads(text)
 
 
 def read_toml(name: str) -> dict[str, Any]:
@@ -143,6 +179,8 @@ def read_toml(name: str) -> dict[str, Any]:
         raise ConfigError(f"{shown(path)}: permission denied (not readable)") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{shown(path)}: not valid TOML ({error})") from None
+    except _NotUtf8 as error:
+        raise ConfigError(f"{shown(path)}: {error}") from None
 
 
 def _with_overrides(name: str, raw: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:

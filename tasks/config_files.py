@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field
 
 from tasks import config
-from tasks.config import Count, NonNegative, Strict
+from tasks.config import Count, MemoryLimit, NonNegative, Strict
 from tasks.fetch.config import fetch_config_model
 from tasks.ingest.config import IngestSettings
 from tasks.model.config import Models, models_config
@@ -20,6 +20,7 @@ from tasks.ranking.workloads import load_workloads, workloads_config
 from tasks.reference import ReferenceFiles, check_reference_files, reference_paths
 from tasks.settings import Resources, locate
 from tasks.sources import Sources
+from tasks.sql_bounds import MAX_ROWS, MAX_TIMEOUT_SECONDS
 from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
 
 # ----------------------------------------------------------------- settings.toml: the application's own sections
@@ -46,10 +47,12 @@ class SignalSettings(Strict):
 class SqlSettings(Strict):
     """config/settings.toml [sql]: the bounds of `gpucost sql` (0 lifts the timeout and the row limit)."""
 
-    timeout_seconds: NonNegative = 60.0
-    memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = "1GB"
-    max_rows: Annotated[int, Field(ge=0)] = 1000
+    timeout_seconds: Annotated[NonNegative, Field(le=MAX_TIMEOUT_SECONDS)] = 60.0
+    memory_limit: MemoryLimit = "1GB"
+    max_rows: Annotated[int, Field(ge=0, le=MAX_ROWS)] = 1000
     max_cell_chars: Count = 10_000
+    # the result text the client holds (one row; the table view's rows together), MB: past it, one line, exit 1
+    max_result_mb: Annotated[int, Field(ge=1, le=1_000_000)] = 256
 
 
 class Validation(Strict):

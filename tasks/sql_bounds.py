@@ -6,7 +6,10 @@
 - the table view fetches at most `max_rows` rows (0: all) and says when it cut the result; CSV streams every row
   in batches (memory does not grow with the result);
 - a cell longer than `max_cell_chars` is cut in the table view with a visible mark saying how much is left out
-  (never silently); CSV keeps whole values.
+  (never silently); CSV keeps whole values;
+- the result text the client holds is capped (`max_result_mb`): DuckDB itself refuses a row whose text is longer
+  (the row never reaches Python, where one 1 GB value became 4-7 GB of copies), and the table view stops when the
+  rows it holds pass it. Either ends the query with one line.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ import duckdb
 from tasks.display import printable
 
 BATCH_ROWS = 10_000
+TABLE_BATCH_ROWS = 100  # the table view counts the text it holds after each batch
+# Upper bounds of the knobs (config/settings.toml [sql] and the flags): a day (a longer wait than Python's timer
+# can hold, e.g. 1e12 s, was a traceback; 0 lifts the timeout) and 10^9 rows (0: every row).
+MAX_TIMEOUT_SECONDS = 86_400
+MAX_ROWS = 1_000_000_000
 CTRL_C_POLL_SECONDS = 0.05
 INTERRUPTED_MESSAGE = "interrupted: the query was stopped (Ctrl-C); nothing was changed"
 
@@ -34,11 +42,71 @@ class QueryTimeout(RuntimeError):
     """The query ran past its timeout and was interrupted."""
 
 
+class ResultTooLarge(RuntimeError):
+    """The result's text passed the client's budget (config/settings.toml [sql] max_result_mb)."""
+
+
+# DuckDB's error() raised by the guard below: how a refused row is told from the query's own errors
+OVER_BUDGET = "gpucost: a result row holds more text than the client budget"
+# The user's statement is wrapped as a relation named so and each row's text measured column by column (a VARCHAR
+# cast to VARCHAR is not copied: measuring the row cast whole copied a 1 GB value three times inside DuckDB). The
+# budget is an int from the typed settings and the columns are the relation's own, quoted: no text from the user
+# is put together into SQL here (the statement itself stays whole inside DuckDB's relation).
+GUARDED_ROWS = ("select * from gpucost_query_rows where case when {} > {} then error('"  # noqa: S608 (see above)
+                + OVER_BUDGET + "') else true end")
+
+
+def quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def guarded_sql(columns: list[str], max_bytes: int) -> str:
+    text_bytes = " + ".join(f"coalesce(strlen(cast({quoted(c)} as varchar)), 0)" for c in columns) or "0"
+    return GUARDED_ROWS.format(text_bytes, int(max_bytes))
+
+
 @dataclass(frozen=True)
 class SqlBounds:
     timeout_seconds: float = 60.0   # 0: no timeout
     max_rows: int = 1000            # table view; 0: every row
     max_cell_chars: int = 10_000    # table view
+    max_result_mb: int = 256        # result text the client holds (a row; the table view's rows together)
+
+    @property
+    def max_result_bytes(self) -> int:
+        return self.max_result_mb * 2**20
+
+
+def too_large_message(bounds: SqlBounds, rows_held: int | None = None) -> str:
+    what = (f"the {rows_held:,} row(s) the table view holds hold" if rows_held is not None
+            else "a row of the result holds")
+    return (f"query stopped: {what} more than {bounds.max_result_mb:,} MB of text (config/settings.toml [sql] "
+            "max_result_mb; select fewer or shorter values, e.g. left(column, 1000))")
+
+
+def guarded_rows(con: duckdb.DuckDBPyConnection, query: str, bounds: SqlBounds) \
+        -> tuple[list[str], duckdb.DuckDBPyConnection] | None:
+    """The statement's column names (as it names it) and its running result, streamed, each row refused by DuckDB
+    if its text passes the budget; None for a statement that returns no rows. A statement DuckDB cannot wrap
+    runs as it is."""
+    relation = con.sql(query)
+    if relation is None:
+        return None
+    guarded = query
+    try:
+        named = relation.query("gpucost_query_rows", "select * from gpucost_query_rows")  # duplicates named apart
+        wrapped = None if named is None else relation.query("gpucost_query_rows",
+                                                            guarded_sql(named.columns, bounds.max_result_bytes))
+        if wrapped is not None:
+            guarded = wrapped.sql_query()
+    except duckdb.Error:
+        pass
+    result = con.execute(guarded)
+    return relation.columns, result
+
+
+def _refused(error: BaseException, bounds: SqlBounds) -> ResultTooLarge | None:
+    return ResultTooLarge(too_large_message(bounds)) if OVER_BUDGET in str(error) else None
 
 
 @dataclass
@@ -75,29 +143,41 @@ def timeout_message(seconds: float) -> str:
 
 
 def fetch_table(con: duckdb.DuckDBPyConnection, query: str, bounds: SqlBounds) -> TableResult | None:
-    """The first `max_rows` rows (and whether there were more), within the timeout; None for a statement that
-    returns no rows. Raises QueryTimeout."""
-    with _stopped_after(con, bounds.timeout_seconds):
-        result = con.execute(query)
-        if result.description is None:
+    """The first `max_rows` rows (and whether there were more), within the timeout and the text budget; None for a
+    statement that returns no rows. Raises QueryTimeout, ResultTooLarge."""
+    with _stopped_after(con, bounds):
+        found = guarded_rows(con, query, bounds)
+        if found is None:
             return None
-        columns = [column[0] for column in result.description]
-        if bounds.max_rows <= 0:
-            return TableResult(columns, result.fetchall(), cut=False)
-        rows = result.fetchmany(bounds.max_rows + 1)  # one more than shown: were there more?
+        columns, result = found
+        wanted = bounds.max_rows + 1 if bounds.max_rows > 0 else None  # one more than shown: were there more?
+        rows: list[tuple[Any, ...]] = []
+        held = 0
+        while wanted is None or len(rows) < wanted:
+            batch = result.fetchmany(TABLE_BATCH_ROWS if wanted is None else min(TABLE_BATCH_ROWS, wanted - len(rows)))
+            if not batch:
+                break
+            held += sum(len(str(value)) for row in batch for value in row)
+            rows += batch
+            if held > bounds.max_result_bytes:
+                raise ResultTooLarge(too_large_message(bounds, len(rows)))
+    if bounds.max_rows <= 0:
+        return TableResult(columns, rows, cut=False)
     return TableResult(columns, rows[: bounds.max_rows], cut=len(rows) > bounds.max_rows)
 
 
-def write_csv(con: duckdb.DuckDBPyConnection, query: str, timeout_seconds: float, out: TextIO) -> int | None:
+def write_csv(con: duckdb.DuckDBPyConnection, query: str, bounds: SqlBounds, out: TextIO) -> int | None:
     """Every row as CSV to `out`, fetched in batches of BATCH_ROWS (memory does not grow with the result), the
-    whole within the timeout; returns the rows written (None: the statement returns no rows). Raises QueryTimeout."""
+    whole within the timeout, each row within the text budget; returns the rows written (None: the statement
+    returns no rows). Raises QueryTimeout, ResultTooLarge (the rows before the refused one are written)."""
     written = 0
-    with _stopped_after(con, timeout_seconds):
-        result = con.execute(query)
-        if result.description is None:
+    with _stopped_after(con, bounds):
+        found = guarded_rows(con, query, bounds)
+        if found is None:
             return None
+        columns, result = found
         writer = csv.writer(out)
-        writer.writerow([column[0] for column in result.description])
+        writer.writerow(columns)
         while batch := result.fetchmany(BATCH_ROWS):
             writer.writerows(batch)
             written += len(batch)
@@ -151,15 +231,20 @@ def ctrl_c_interrupts(con: duckdb.DuckDBPyConnection) -> Iterator[threading.Even
 
 
 @contextmanager
-def _stopped_after(con: duckdb.DuckDBPyConnection, timeout_seconds: float) -> Iterator[None]:
-    with ctrl_c_interrupts(con) as pressed, watchdog(con, timeout_seconds) as fired:
+def _stopped_after(con: duckdb.DuckDBPyConnection, bounds: SqlBounds) -> Iterator[None]:
+    with ctrl_c_interrupts(con) as pressed, watchdog(con, bounds.timeout_seconds) as fired:
         try:
             yield
         except (duckdb.InterruptException, RuntimeError) as error:
             if pressed.is_set() and is_interrupt(error):
                 raise KeyboardInterrupt from error
             if fired.is_set() and is_interrupt(error):
-                raise QueryTimeout(timeout_message(timeout_seconds)) from error
+                raise QueryTimeout(timeout_message(bounds.timeout_seconds)) from error
+            raise
+        except duckdb.Error as error:
+            refused = _refused(error, bounds)
+            if refused is not None:
+                raise refused from None
             raise
         if pressed.is_set():  # Ctrl-C came as the last rows were fetched: still an interrupted command
             raise KeyboardInterrupt

@@ -8,7 +8,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
-from tasks.config import Count, Strict
+from tasks.config import Count, MemoryLimit, Strict
 
 # how the ingest flows run their files (flows/ingest_runner.py)
 IngestRunnerKind = Literal["threads", "sequential", "dask"]
@@ -28,7 +28,7 @@ class IngestRunner(Strict):
 
 
 class IngestSettings(Strict):
-    memory_limit: str = "600MB"
+    memory_limit: MemoryLimit = "600MB"
     temp_directory: str = "duckdb_spill"
     # landed files no current row refers to are removed this many days after their ingest; None: all kept
     landing_retention_days: Annotated[int, Field(ge=0)] | None = None

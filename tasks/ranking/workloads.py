@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -215,8 +216,8 @@ def load_workloads(workloads: WorkloadsFile | dict[str, Any], ranking: Ranking) 
         workloads = workloads_from(workloads)
     file = workloads.file
     rows = [_resolve(validate_workload(entry, ranking, file), ranking) for entry in workloads.workloads]
-    names = [row["workload"] for row in rows]
-    duplicated = sorted({n for n in names if names.count(n) > 1})
+    # counted once (a list's count() per name made 20,000 workloads take 23 s)
+    duplicated = sorted(name for name, times in Counter(row["workload"] for row in rows).items() if times > 1)
     if duplicated:
         raise WorkloadConfigError(f"{file}: workload name listed twice: {', '.join(duplicated)}")
     return pl.DataFrame(rows, schema=WORKLOAD_SCHEMA)
