@@ -388,14 +388,16 @@ def check_landed(con: duckdb.DuckDBPyConnection, dataset: str, folder: Path | No
 
 def say_landed_problems(con: duckdb.DuckDBPyConnection, dataset: str, label: str) -> list[str]:
     """`check_landed`, each problem said as a progress line (`<label>: warning: landed file <sha>… damaged:
-    <source>`, the source last, as progress lines end with the file); returns the problems' whole messages."""
+    <source's name>`, the name last, as progress lines end with the file); returns the problems' whole messages
+    (the flow's report)."""
     folder = landing_dir(con)
     if folder is None:
         return []
     problems = check_landed(con, dataset, folder)
     for problem in problems:
         kind = problem.problem.split(" (", 1)[0]
-        progress.step("%s: warning: landed file %s… %s: %s", label, problem.sha256[:12], kind, problem.source_file)
+        progress.step("%s: warning: landed file %s… %s: %s", label, problem.sha256[:12], kind,
+                      Path(problem.source_file).name)
     return [problem.message(folder) for problem in problems]
 
 

@@ -142,6 +142,7 @@ def test_a_landed_file_copied_over_another_is_never_read_as_its_unit(con, tmp_pa
     assert landed_lines(con, a.content_sha256)[2] == first.read_text(encoding="utf-8").splitlines()[1]
 
 
+@pytest.mark.slow  # mounts a file system (starts `mount`)
 def test_a_read_only_landing_folder_is_the_machines_fault_not_the_files(con, tmp_path: Path) -> None:
     folder = landing_dir(con)
     folder.mkdir(parents=True, exist_ok=True)
