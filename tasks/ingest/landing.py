@@ -92,7 +92,9 @@ def check_landing_before_ingest(warehouse_file: Path) -> None:
     folder = landing_folder(warehouse_file)
     registered: set[str] = set()
     if folder.is_dir() and not (folder / MARKER).is_file() and Path(warehouse_file).exists():
-        with contextlib.closing(connect(Path(warehouse_file), read_only=True)) as con:
+        # a warehouse from before the landing zone has no landed_path column yet: it names no landed file
+        with contextlib.closing(connect(Path(warehouse_file), read_only=True)) as con, \
+                contextlib.suppress(duckdb.Error):
             registered = registered_landed_paths(con)
     check_owned(folder, registered)
     problem = writable_problem(folder)
