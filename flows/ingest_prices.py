@@ -9,7 +9,7 @@ from prefect.artifacts import create_markdown_artifact
 
 from flows.ingest_runner import ingest_files
 from tasks import config_files
-from tasks.ingest.landing import apply_retention
+from tasks.ingest.landing import apply_retention, landing_report, say_landed_problems
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.registry import FileOutcome
 from tasks.prices.ingest import PriceSource, price_dataset
@@ -30,9 +30,11 @@ def ingest_prices(sources: list[PriceSource] | None = None) -> list[FileOutcome]
         recover_landing(con)  # what a killed ingest left in the landing zone
         load_reference_tables(con, reference)
         dataset = price_dataset(read_aliases(reference["gpu_aliases"]), settings.validation.prices, resources.reference)
+        # said now; a source ingested below lands its unit again from its original bytes
+        landing_problems = say_landed_problems(con, dataset.name, "ingest prices")
         outcomes = ingest_files(con, dataset, sources, ingested_at, "ingest prices", settings, resources)
         apply_retention(con, settings.ingest.landing_retention_days, ingested_at)
-    report = outcomes_markdown("Price ingest", outcomes)
+    report = landing_report(landing_problems) + outcomes_markdown("Price ingest", outcomes)
     create_markdown_artifact(report, key="ingest-prices-summary", description="Price ingest summary")
     print(report)
     return outcomes

@@ -17,7 +17,7 @@ from flows.ingest_runner import ingest_files
 from tasks import config_files
 from tasks.features import refresh_feature_table
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import apply_retention
+from tasks.ingest.landing import apply_retention, landing_report, say_landed_problems
 from tasks.ingest.landing import recover as recover_landing
 from tasks.ingest.quarantine import quarantine_file
 from tasks.ingest.registry import FileOutcome
@@ -83,6 +83,8 @@ def ingest_telemetry(
         aliases = read_aliases(files["gpu_aliases"])
         vocabulary = load_vocabulary(telemetry)
         dataset = telemetry_dataset(aliases, vocabulary, telemetry.validation)
+        # said now; a source ingested below lands its unit again from its original bytes
+        landing_problems = say_landed_problems(con, dataset.name, "ingest telemetry")
         outcomes = ingest_files(con, dataset, [telemetry_source(p) for p in paths], ingested_at, "ingest telemetry",
                                 settings, resources)
         for source in sources:
@@ -93,7 +95,8 @@ def ingest_telemetry(
                 outcomes.append(mlflow_unreachable(con, source, error, ingested_at))
         apply_retention(con, settings.ingest.landing_retention_days, ingested_at)
         feature_rows = refresh_feature_table_task(con, reference)
-    report = outcomes_markdown("Telemetry ingest", outcomes) + f"\n\nfeatures.training_runs: {feature_rows} rows\n"
+    report = (landing_report(landing_problems) + outcomes_markdown("Telemetry ingest", outcomes)
+              + f"\n\nfeatures.training_runs: {feature_rows} rows\n")
     create_markdown_artifact(report, key="ingest-telemetry-summary", description="Telemetry ingest summary")
     print(report)
     return outcomes

@@ -35,7 +35,7 @@ from tasks.config_files import check_all
 from tasks.display import printable
 from tasks.extras import MissingExtraError, check_command, require
 from tasks.fetch.config import check_providers, load_fetch_config
-from tasks.ingest.registry import irregular_file
+from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted, irregular_file
 from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
 from tasks.processes import RunLockedError, install_worker_handlers, run_lock
 from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
@@ -318,6 +318,11 @@ def train() -> None:
     print_wrapped(outcome.summary_line())
 
 
+# Failures the command's own last line says (gpucost/guard.py): Prefect's ERROR records of them are dropped, not
+# said before it a second time (by their type's name in Prefect's "Finished in state Failed(…)" text).
+SAID_BY_THE_COMMAND = (IngestAborted, LandingNotWritable)
+
+
 class _HeldLines:
     """Logging filter: lines at `level` or above are held back (the command's own one line may say them already);
     `replay` prints what is still held."""
@@ -341,12 +346,17 @@ class _HeldLines:
 
 class _DropTraceback(_HeldLines):
     """Keep a failed run's log line, drop its traceback (the command's last line says why); ERROR lines are held
-    (`_tracebacks_dropped`)."""
+    (`_tracebacks_dropped`); the records of a failure the command says in its one line (SAID_BY_THE_COMMAND) are
+    dropped."""
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if (error is not None and find_aborted(error) is not None) or any(
+                kind.__name__ in record.getMessage() for kind in SAID_BY_THE_COMMAND):
+            return False
         record.exc_info = None
         record.exc_text = None
         return super().filter(record)

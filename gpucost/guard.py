@@ -17,7 +17,7 @@ from typer import Exit as CommandExit
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from tasks import config_files
-from tasks.ingest.registry import IngestAborted, find_aborted
+from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted
 from tasks.preflight import (
     Preflight,
     PreflightError,
@@ -104,6 +104,10 @@ def preflight(command: str, p: Resources) -> Preflight:
         checked = check_stores(p.home, min_free_mb(), warehouse=p.warehouse, published=p.published,
                                tracking_uri=p.tracking_uri)
         check_workloads()
+    if command in ("run", "ingest"):  # the landing folder is gpucost's (exit 5) and writable (exit 2)
+        from tasks.ingest.landing import check_landing_before_ingest  # start-up time: it loads pyarrow
+
+        check_landing_before_ingest(p.warehouse)
     for problem in checked.notes:
         print(f"warning: {problem.message}", file=sys.stderr, flush=True)
     return checked
@@ -149,8 +153,10 @@ def guarded(fail: Callable[[str, int], NoReturn], home: Path) -> Iterator[None]:
         fail(str(error), Exit.INPUT)
     except NoOffersError as error:
         fail(str(error), Exit.FAILED)
-    except ForeignTargetError as error:  # a publish target gpucost did not make: nothing written
+    except ForeignTargetError as error:  # a publish target or a landing folder gpucost did not make: nothing written
         fail(str(error), Exit.DAMAGED)
+    except LandingNotWritable as error:  # a read-only landing folder: unregistered, unquarantined
+        fail(str(error), Exit.INPUT)
     except IngestAborted as error:  # the machine failed, not the file: unregistered, read again next run
         fail(str(error), Exit.DISK_FULL)
     except CommandExit:  # the command has said its one line already (its cause would be said twice)

@@ -12,6 +12,11 @@ from pathlib import Path
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+class ForeignTargetError(RuntimeError):
+    """A target gpucost would write into exists and is not something gpucost made (a publish target, a `landing/`
+    folder): nothing is written, the command exits 5 naming it."""
+
+
 @dataclass(frozen=True)
 class Problem:
     store: str          # warehouse | published | mlflow | disk

@@ -32,7 +32,8 @@ def outcome_line(o: FileOutcome) -> str:
     """One file's outcome in a few words, for progress lines (file name last: the part a narrow line may cut)."""
     name = printable(o.source_file.rsplit("/", 1)[-1])
     if o.status == "already_ingested":
-        return f"already ingested: {name}"
+        again = f"; its landed file was {o.landed_again}, landed again from these bytes" if o.landed_again else ""
+        return f"already ingested{again}: {name}"
     if o.status == "quarantined":
         return f"quarantined whole ({printable(o.error or 'unreadable')}): {name}"
     extra = "".join(f", {n:,} {what}" for n, what in ((o.rows_quarantined, "quarantined"),

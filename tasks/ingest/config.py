@@ -15,6 +15,9 @@ IngestRunnerKind = Literal["threads", "sequential", "dask"]
 INGEST_RUNNERS: tuple[IngestRunnerKind, ...] = get_args(IngestRunnerKind)
 
 
+MAX_RETENTION_DAYS = 36_500
+
+
 class IngestRunner(Strict):
     # sequential by default: neither pool beat it on the 2-core bench (docs/operations.md, parallel ingest)
     kind: IngestRunnerKind = "sequential"
@@ -30,8 +33,9 @@ class IngestRunner(Strict):
 class IngestSettings(Strict):
     memory_limit: MemoryLimit = "600MB"
     temp_directory: str = "duckdb_spill"
-    # landed files no current row refers to are removed this many days after their ingest; None: all kept
-    landing_retention_days: Annotated[int, Field(ge=0)] | None = None
+    # landed files no current row refers to are removed this many days after their ingest; None: all kept. At
+    # most 100 years: the cut-off date is computed (10^9 days before now is before year 1)
+    landing_retention_days: Annotated[int, Field(ge=0, le=MAX_RETENTION_DAYS)] | None = None
     runner: IngestRunner = IngestRunner()
 
 

@@ -49,7 +49,16 @@ import duckdb
 import pyarrow as pa
 
 from tasks.ingest.config import IngestLimits
-from tasks.ingest.landing import discard, land_bytes, land_file, land_part, read_into_part
+from tasks.ingest.landing import (
+    Part,
+    discard,
+    land_again_if_damaged,
+    land_bytes,
+    land_file,
+    land_part,
+    owned_landing,
+    read_into_part,
+)
 from tasks.ingest.quarantine import count_by_reason, quarantine_file, quarantine_staged_rows
 from tasks.ingest.registry import (
     FileOutcome,
@@ -64,7 +73,6 @@ from tasks.ingest.registry import (
 )
 from tasks.ingest.source import FileSource
 from tasks.ingest.validation import check_staged, collect_suite_failures
-from tasks.landing_zone import landing_dir
 from tasks.reference import load_reference_tables
 from tasks.warehouse import execute, ingest_limits, migrate, query, registered, transaction
 
@@ -209,7 +217,7 @@ def _identify(
     path = Path(unit.source.path)
     if unit.sha256 is None and unit.error is not None:  # a worker could not read it: not registered
         return _quarantine_whole_file(con, dataset.name, outcome, unit.error, ingested_at, None)
-    folder = landing_dir(con)  # None: an in-memory warehouse, nothing lands
+    folder = owned_landing(con)  # None: an in-memory warehouse, nothing lands
     part = None
     if unit.sha256 is not None:
         sha, size_bytes = unit.sha256, int(unit.size_bytes or 0)
@@ -229,8 +237,9 @@ def _identify(
             return _quarantine_whole_file(con, dataset.name, outcome, _landing_failed(path, error), ingested_at, None)
     outcome.content_sha256 = sha
     if already_ingested(con, dataset.name, sha):
-        discard(part)
         outcome.status = "already_ingested"
+        _land_again(con, folder, unit, part, outcome)
+        discard(part)
         return outcome
     if folder is not None:
         try:
@@ -246,6 +255,19 @@ def _identify(
             return _quarantine_whole_file(con, dataset.name, outcome, str(error), ingested_at, None)
         outcome.landed_path = landed.landed_path
     return size_bytes
+
+
+def _land_again(
+    con: duckdb.DuckDBPyConnection, folder: Path | None, unit: Unit, part: Part | None, outcome: FileOutcome
+) -> None:
+    """An already ingested unit whose landed file is missing or damaged: landed again from its original bytes when
+    they are at hand (a file's, not a record unit's), said in its outcome (landing.py `land_again_if_damaged`)."""
+    if folder is None or unit.content is not None:
+        return
+    again = land_again_if_damaged(con, folder, outcome.content_sha256, Path(unit.source.path), part)
+    if again is not None:
+        outcome.landed_path, outcome.landed_again = again
+        outcome.notes.append(f"landed again from its original bytes: {again[0]} was {again[1]}")
 
 
 def _apply_transactionally(

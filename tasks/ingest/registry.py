@@ -36,6 +36,11 @@ class IngestAborted(RuntimeError):
     a file's content quarantines the file. Not an OSError: the task's I/O retries do not apply."""
 
 
+class LandingNotWritable(IngestAborted):
+    """The landing folder cannot be written (read-only): the file is neither registered nor quarantined; the
+    command exits 2 naming the folder (tasks/ingest/landing.py)."""
+
+
 def wrapped(error: BaseException) -> BaseException | None:
     """The error `error` was raised from (or during), unless it said `from None` (e.g. a file's own fault found
     after DuckDB ran out of memory reading it: the fault is the file's, not the machine's)."""
@@ -130,6 +135,7 @@ class FileOutcome:
     error: str | None = None
     notes: list[str] = field(default_factory=list)
     landed_path: str | None = None  # where its bytes landed (tasks/ingest/landing.py), relative to the landing folder
+    landed_again: str | None = None  # already ingested, its landed file was missing or damaged: what was wrong
 
 
 def already_ingested(con: duckdb.DuckDBPyConnection, dataset: str, sha256: str) -> bool:

@@ -21,6 +21,8 @@ import json
 import os
 from pathlib import Path
 
+# defined with the stores, where the landing zone raises it too
+from tasks.stores import ForeignTargetError as ForeignTargetError
 from tasks.warehouse import execute
 
 MARKER_TABLE = "gpucost_publication"
@@ -30,10 +32,6 @@ PARQUET_MARKER = ".gpucost-parquet"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PARQUET_LEGACY_MARKER = "LATEST"
 WRITTEN_RECORD = "published_files.json"
-
-
-class ForeignTargetError(RuntimeError):
-    """A publish target exists and is not something gpucost made: nothing is written."""
 
 
 def record_path(home: Path) -> Path:

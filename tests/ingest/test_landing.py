@@ -64,12 +64,18 @@ def test_recovery_removes_what_a_crash_left_and_keeps_registered_files(con, tmp_
     orphan = folder / "ab" / ("ab" + "0" * 62 + ".csv.zst")
     orphan.parent.mkdir(parents=True)
     orphan.write_bytes(b"landed, never registered")
-    part = folder / "ab" / f"{PART_PREFIX}cut"
+    part = folder / "ab" / f"{PART_PREFIX}{'c' * 32}"
     part.write_bytes(b"half a file")
-    read = folder / f"{PART_PREFIX}read"  # a file read (hashed) by an ingest killed before the registry check
+    read = folder / f"{PART_PREFIX}{'d' * 32}"  # a file read (hashed) by an ingest killed before the registry check
     read.write_bytes(b"a whole file, never landed")
+    # names the landing zone never gives: a user's, left alone
+    theirs = [folder / f"{PART_PREFIX}theirs", folder / "ab" / "notes.txt", folder / "ab" / f"{PART_PREFIX}x"]
+    for path in theirs:
+        path.write_bytes(b"a user's")
     assert sorted(recover(con)) == sorted([orphan, part, read])
-    assert [p.relative_to(folder).as_posix() for p in folder.glob("*/*")] == [outcome.landed_path]
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.glob("*/*")) == sorted(
+        [outcome.landed_path, "ab/notes.txt", f"ab/{PART_PREFIX}x"])
+    assert all(path.read_bytes() == b"a user's" for path in theirs)
 
 
 def test_retention_removes_only_landed_files_no_row_refers_to(con, tmp_path: Path) -> None:
