@@ -19,6 +19,7 @@ from mlflow.types.schema import AnyType
 from sklearn.pipeline import Pipeline
 
 from tasks.model.candidates import CandidateSpec
+from tasks.model.config import Intervals
 from tasks.model.contract_rows import (
     CONTRACT_INPUT_COLUMNS,
     PREDICTION_REQUIRED_COLUMNS,
@@ -34,6 +35,8 @@ from tasks.model.structured import LOW_PRECISION, expert_parallel_leaves_domain
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
 EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
+# config/models.toml [intervals] defaults (tasks/model/config.py, the one place they are written)
+INTERVALS = Intervals()
 
 
 def model_keys(frame: pd.DataFrame) -> list[str]:
@@ -66,8 +69,8 @@ class TrainingCoverage:
     frameworks: tuple[str, ...] = ()      # framework texts with telemetry (lower-cased)
     max_num_gpus: float = float("inf")    # the largest cluster seen
     moe_rows: int = 0                     # MoE runs in the training data
-    min_moe_rows: int = 30                # fewer than this: MoE rows are flagged
-    widen_factor: float = 1.5             # interval offsets x this for cluster-size / MoE extrapolation
+    min_moe_rows: int = INTERVALS.min_moe_rows     # fewer than this: MoE rows are flagged
+    widen_factor: float = INTERVALS.widen_factor   # interval offsets x this for cluster-size / MoE extrapolation
     unseen_precision_low: float = 0.0     # log-space offsets calibrated on leave-one-precision-family-out
     unseen_precision_high: float = 0.0
     known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
@@ -78,7 +81,8 @@ class TrainingCoverage:
     regimes: tuple[str, ...] = ()
 
     @classmethod
-    def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = 30, widen_factor: float = 1.5) -> TrainingCoverage:
+    def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = INTERVALS.min_moe_rows,
+                    widen_factor: float = INTERVALS.widen_factor) -> TrainingCoverage:
         """What training rows `frame` cover (the interval offsets are left at their defaults)."""
         return cls(precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
                    frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
