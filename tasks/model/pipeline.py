@@ -21,6 +21,7 @@ from sklearn.pipeline import Pipeline
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Intervals, Models
 from tasks.model.contract_rows import layout_problem
+from tasks.model.coverage import TrainingCoverage, model_keys
 from tasks.model.design import tokens_per_sec
 from tasks.model.evaluation import (
     Flagger,
@@ -42,7 +43,7 @@ from tasks.model.intervals import (
     normalised_fold_coverage,
     normalised_fold_hits,
 )
-from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage, model_keys
+from tasks.model.serving import TokenEfficiencyModel
 from tasks.warehouse import query
 
 log = logging.getLogger("gpucost.train")
