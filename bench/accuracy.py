@@ -28,6 +28,7 @@ from tasks import config_files
 from tasks.config_files import load_config
 from tasks.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
+from tasks.model.config import Models
 from tasks.model.design import tokens_per_sec
 from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
 from tasks.model.intervals import NOVELTY_CLASSES
@@ -77,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     evaluations = []
     for spec in specs:
         t0 = time.perf_counter()
-        evaluations.append((evaluate_candidate(spec, data, folds, target, config, with_importance=False),
+        evaluations.append((evaluate_candidate(spec, data, folds, target, Models.model_validate(config),
+                                               with_importance=False),
                             time.perf_counter() - t0))
     baseline = next(e for e, _ in evaluations if e.spec.kind == BASELINE_KIND)
     winner, losses = select_best([(e.spec.name, e.cv, e.score) for e, _ in evaluations], baseline.spec.name,

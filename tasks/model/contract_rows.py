@@ -15,16 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 import polars as pl
 
 from tasks.features import build_features
 from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
+from tasks.sql_files import execute
 from tasks.telemetry.config import Telemetry, outside_bounds, plain_number
 from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
 from tasks.telemetry.normalise import load_vocabulary, normalise_runs
-from tasks.warehouse import connect
 
 # What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
 PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
@@ -36,6 +37,9 @@ CONTRACT_INPUT_COLUMNS = tuple(c for c in INPUT_KINDS if c not in IGNORED_INPUT_
 SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
 # The reference files the features read (config/settings.toml [reference]); a registered model carries copies.
 REFERENCE_FILES: tuple[ReferenceName, ...] = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
+# What the in-memory database the features are built in needs before the reference tables: the schemas and the
+# FLOPs macros the feature SQL calls (not the warehouse's tables: a prediction never reads or writes them).
+MEMORY_SETUP = ("ddl/000_schemas", "ddl/041_flops_macros")
 
 
 def files_digest(files: Mapping[str, Path | str]) -> str:
@@ -91,8 +95,10 @@ class ContractFeatures:
         vocabulary = {k: dict(v) for k, v in self.vocabulary.items()}
         runs = normalise_runs(rows.drop([c for c in IGNORED_INPUT_COLUMNS if c in rows.columns]),
                               read_aliases(files["gpu_aliases"]), vocabulary)
-        con = connect(Path(":memory:"))
+        con = duckdb.connect(":memory:")
         try:
+            for name in MEMORY_SETUP:
+                execute(con, name)
             load_reference_tables(con, {"gpu_specs": files["gpu_specs"], "gpu_aliases": files["gpu_aliases"]})
             features = build_features(con, runs, str(files["model_shapes"]), str(files["matmul_ceilings"]))
         finally:

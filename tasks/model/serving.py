@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,107 +26,17 @@ from tasks.model.contract_rows import (
     contract_frame,
     no_prediction_reason,
 )
+
+# (versions registered before pickled their coverage as tasks.model.serving.TrainingCoverage: still found here)
+from tasks.model.coverage import TrainingCoverage
+from tasks.model.coverage import model_keys as model_keys
+from tasks.model.coverage import model_regimes as model_regimes
 from tasks.model.design import PHYSICS_BOUND
 from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets, NormalisedConformal
-from tasks.model.structured import LOW_PRECISION, expert_parallel_leaves_domain
 
 PREDICTION_COLUMNS = ("predicted_tokens_per_sec_per_gpu", "predicted_low", "predicted_high")
 EXTRAPOLATION = "extrapolation"   # which of the flags below applied to a row ("" = inside the training data)
-
-
-def model_keys(frame: pd.DataFrame) -> list[str]:
-    """A model's identity for the intervals: its total and active parameters (B, one decimal), e.g. "314.0/86.0"."""
-    total = pd.to_numeric(frame["params_b"], errors="coerce").round(1)
-    active = pd.to_numeric(frame["active_params_b"], errors="coerce").round(1)
-    return [f"{t}/{a}" for t, a in zip(total, active, strict=True)]
-
-
-def model_regimes(frame: pd.DataFrame) -> list[str]:
-    """Per row, the regime an MoE model runs in, for the intervals: its model key, precision family (16-bit or
-    fp8/fp4) and expert-parallel placement (inside or beyond the scale-up domain), e.g. "30.5/3.3|fp8/fp4|beyond";
-    "" for a dense row."""
-    keys = model_keys(frame)
-    leaves = expert_parallel_leaves_domain(frame)
-    total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
-    active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
-    moe = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
-    precision = frame["precision"] if "precision" in frame.columns else pd.Series(None, index=frame.index)
-    family = ["fp8/fp4" if p in LOW_PRECISION else "16-bit" for p in precision]
-    return [f"{k}|{f}|{'beyond' if out else 'inside'}" if m else ""
-            for k, f, out, m in zip(keys, family, leaves, moe, strict=True)]
-
-
-@dataclass(frozen=True)
-class TrainingCoverage:
-    """What the training data covered, to flag (and widen the interval of) rows outside it."""
-
-    precisions: tuple[str, ...] = ()      # precision families with telemetry
-    frameworks: tuple[str, ...] = ()      # framework texts with telemetry (lower-cased)
-    max_num_gpus: float = float("inf")    # the largest cluster seen
-    moe_rows: int = 0                     # MoE runs in the training data
-    min_moe_rows: int = 30                # fewer than this: MoE rows are flagged
-    widen_factor: float = 1.5             # interval offsets x this for cluster-size / MoE extrapolation
-    unseen_precision_low: float = 0.0     # log-space offsets calibrated on leave-one-precision-family-out
-    unseen_precision_high: float = 0.0
-    known_low: float | None = None        # offsets for a row inside the training data (GPU, family and
-    known_high: float | None = None       # framework seen): held-out configurations of seen sources
-    models: tuple[str, ...] = ()          # model_key of every training row (empty in versions trained before)
-    # model_regimes of every MoE training row (empty in versions trained before: no row is flagged
-    # "unseen_model_regime", so they predict as they did)
-    regimes: tuple[str, ...] = ()
-
-    @classmethod
-    def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = 30, widen_factor: float = 1.5) -> TrainingCoverage:
-        """What training rows `frame` cover (the interval offsets are left at their defaults)."""
-        return cls(precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
-                   frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
-                   max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
-                   moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
-                   min_moe_rows=min_moe_rows, widen_factor=widen_factor,
-                   models=tuple(sorted(set(model_keys(frame)))),
-                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})))
-
-    def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
-        """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
-        "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", "unseen_model" (an MoE model, by its total
-        and active parameters, that no training row has), "ep_beyond_domain" (an MoE run whose expert-parallel group
-        is larger than its scale-up domain), "unseen_model_regime" (an MoE model trained on, but never in the row's
-        precision family and expert-parallel placement), comma-separated ("" when none)."""
-        out = []
-        keys = model_keys(frame)
-        leaves = expert_parallel_leaves_domain(frame)
-        models = set(getattr(self, "models", ()))
-        regimes = set(getattr(self, "regimes", ()))
-        row_regimes = model_regimes(frame) if regimes else [""] * len(frame)
-        for i, (_, row) in enumerate(frame.iterrows()):
-            flags = []
-            if not seen_gpu[i]:
-                flags.append("unseen_gpu")
-            if self.precisions and row.get("precision") not in self.precisions:
-                flags.append("unseen_precision_family")
-            framework = row.get("framework")
-            if self.frameworks and (not isinstance(framework, str) or framework.lower() not in self.frameworks):
-                flags.append("unseen_framework")
-            gpus = _number(row.get("num_gpus"))
-            if np.isfinite(gpus) and gpus > self.max_num_gpus:
-                flags.append("beyond_largest_cluster")
-            total, active = (_number(row.get(c)) for c in ("params_b", "active_params_b"))
-            moe = np.isfinite(total) and np.isfinite(active) and active < total * 0.999
-            if moe and self.moe_rows < self.min_moe_rows:
-                flags.append("moe_little_data")
-            if moe:
-                flags.append("moe")
-            if moe and row.get("moe_shape_source") == "estimated":
-                flags.append("moe_shape_estimated")
-            if moe and models and keys[i] not in models:
-                flags.append("unseen_model")
-            if leaves[i]:
-                flags.append("ep_beyond_domain")
-            if moe and regimes and keys[i] in models and row_regimes[i] not in regimes:
-                flags.append("unseen_model_regime")
-            out.append(",".join(flags))
-        return out
 
 
 @dataclass
@@ -270,11 +179,6 @@ def score_contract_rows(model: TokenEfficiencyModel, features: ContractFeatures,
     out[UNSCORED_REASON] = pd.Series(reasons, dtype=object)
     out.index = index
     return out
-
-
-def _number(value: Any) -> float:
-    """A cell as a number (NaN when it is none or does not parse), as pandas reads it."""
-    return float(pd.to_numeric(value, errors="coerce"))
 
 
 def contract_signature() -> ModelSignature:

@@ -27,7 +27,7 @@ TAG_DECISION = "promotion_decision"
 TAG_REASON = "promotion_reason"
 TAG_WAS_CHAMPION = "was_champion"      # "true" once a version has held `champion` (fallback order)
 TAG_STATUS_NOTE = "status_note"        # why a version has no alias (e.g. left by an interrupted training)
-# version and run tag: sha256 of what the registered model is made of (tasks.model.training.training_fingerprint)
+# version and run tag: sha256 of what the registered model is made of (tasks.model.registry.training_fingerprint)
 TAG_FINGERPRINT = "training_fingerprint"
 # run tag of a training that registered nothing: why (the version it would have duplicated)
 TAG_NOT_REGISTERED = "not_registered_reason"

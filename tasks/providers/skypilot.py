@@ -23,7 +23,6 @@ import polars as pl
 
 from tasks.fetch.context import FetchContext, FetchedFile, ProviderResult
 from tasks.fetch.http import FetchError, describe
-from tasks.ingest.values import per_distinct
 from tasks.prices.adapter import (
     AdapterContext,
     AdapterError,
@@ -36,6 +35,7 @@ from tasks.prices.adapter import (
 from tasks.prices.numbers import comma_reason, number
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
+from tasks.values import per_distinct
 from tasks.warehouse import execute, query
 
 REQUIRED = ("AcceleratorName", "AcceleratorCount", "Price", "Region")

@@ -20,7 +20,6 @@ from typing import Any
 
 import polars as pl
 
-from tasks.ingest.values import per_distinct
 from tasks.telemetry.config import Telemetry
 from tasks.telemetry.contract import (
     CHECKPOINTING_KINDS,
@@ -31,6 +30,7 @@ from tasks.telemetry.contract import (
     PRECISION_FAMILIES,
     WORKLOAD_TYPES,
 )
+from tasks.values import per_distinct
 
 CONTRACT_PRECISIONS = PRECISION_FAMILIES
 CONTRACT_WORKLOADS = WORKLOAD_TYPES

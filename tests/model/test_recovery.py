@@ -43,6 +43,7 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     training_features: pl.DataFrame, small_config_dir: Path, use_config: Callable[[Path], None], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import tasks.model.registry as registry
     import tasks.model.training as training
     from tasks.model.tracking import REGISTERED_MODEL, TAG_STATUS_NOTE, connect_tracking
 
@@ -58,7 +59,7 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     (tmp_path / "model").mkdir()
     orphan = client.create_model_version(REGISTERED_MODEL, source=str(tmp_path / "model"), run_id=parent.info.run_id)
     # the next training is a later process: everything above is older than it
-    monkeypatch.setattr(training, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
+    monkeypatch.setattr(registry, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
 
     outcome = training.train_and_register(training_features, config_files.models(), configured.resources(),
                                           configured.contract())
@@ -74,7 +75,7 @@ def test_next_training_marks_a_killed_trainings_runs_failed_and_its_version_unpr
     assert (outcome.version, outcome.alias) == ("2", "champion")
     assert TAG_STATUS_NOTE not in client.get_model_version(REGISTERED_MODEL, "2").tags
     # a second recovery finds nothing left to fix
-    assert training.recover_interrupted_training(connect_tracking(configured.resources().tracking_uri,
+    assert registry.recover_interrupted_training(connect_tracking(configured.resources().tracking_uri,
                                                                   configured.resources().home)) == []
 
 

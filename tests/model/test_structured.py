@@ -207,6 +207,7 @@ def test_residual_correction_applies_only_to_categories_it_was_learned_on(all_tr
 
 
 def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
+    from tasks.model.config import Intervals
     from tasks.model.training import configuration_groups, extrapolation_flagger
 
     row = {"gpu": "H100-SXM", "precision": "bf16", "framework": "torchtitan", "num_gpus": 64, "params_b": 8.0,
@@ -216,7 +217,7 @@ def test_held_out_rows_are_flagged_against_their_folds_training_rows() -> None:
                          dict(row, precision="fp8", framework="NeMo", num_gpus=128),
                          dict(row, params_b=109.0, active_params_b=17.0)])
     # the fold's training rows: H100-SXM, bf16, torchtitan, at most 64 GPUs, no MoE run (< 30), only the 8.0/8.0 model
-    assert extrapolation_flagger({"min_moe_rows": 30})(train, test) == [
+    assert extrapolation_flagger(Intervals(min_moe_rows=30))(train, test) == [
         "unseen_gpu", "unseen_precision_family,unseen_framework,beyond_largest_cluster",
         "moe_little_data,moe,unseen_model"]
     # a configuration = source x model size (rounded to 0.1 B)

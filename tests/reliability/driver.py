@@ -93,9 +93,9 @@ def install_checkpoint(checkpoint: str) -> None:
         # after the runs were archived, deleted and re-inserted, before the commit
         pause_before(lifecycle, "record_file", checkpoint)
     elif checkpoint == "train-candidate-logged":
-        import tasks.model.training as training
+        import tasks.model.registry as registry
 
-        pause_after(training, "log_candidate_run", checkpoint)
+        pause_after(registry, "log_candidate_run", checkpoint)
     elif checkpoint == "train-version-registered":
         import mlflow.pyfunc
 

@@ -65,9 +65,9 @@ def test_killed_step_leaves_nothing_half_done_and_rerun_matches(
         assert interrupted != states.warehouse[f"after-{step}"]
 
     if step == "train":  # the rerun stands for a later process: what the killed child left is older than it
-        import tasks.model.training as training
+        import tasks.model.registry as registry
 
-        monkeypatch.setattr(training, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
+        monkeypatch.setattr(registry, "PROCESS_STARTED_MS", int(time.time() * 1000) + 1)
     driver.run_step(step, states.telemetry_file)
 
     assert warehouse_checksums(home / "warehouse.duckdb") == states.warehouse[f"after-{step}"]

@@ -1,4 +1,5 @@
-"""Value conversions the datasets' readers share."""
+"""Value conversions the datasets' readers and the telemetry contract share (no ingest state: the registered
+model carries this module)."""
 
 from __future__ import annotations
 
