@@ -122,6 +122,8 @@ PRIORS: dict[str, tuple[str, str]] = {
 # config keys only a fit reads (the priors and their weights, the framework factors' ridge and cap): a stored
 # version whose config predates one of them still predicts
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
+# physics constants added after versions were registered: such a version predicts with the dataclass default
+DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param"})
 
 
 # a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
@@ -270,13 +272,16 @@ class StructuredConfig:
     max_framework_factor: float
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
+    # LoRA / QLoRA (a version registered before these existed gets these values)
+    lora_trainable_fraction: float = 0.002   # adapter parameters / base parameters (rank-16 attention adapters)
+    qlora_dequant_bytes_per_param: float = 4.5   # per weight pass: read 0.5 B (NF4) + write and read a 2-byte copy
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
         """From config/models.toml [structured] (as loaded, or as stored in a registered version's spec); a
         constant it lacks is a KeyError naming it."""
         known = {f for f in cls.__dataclass_fields__ if f not in ("frameworks", "low_precision_share")}
-        missing = sorted(known - set(cfg) - FIT_ONLY)
+        missing = sorted(known - set(cfg) - FIT_ONLY - DEFAULTED)
         if missing:
             raise KeyError(f"config/models.toml [structured] lacks {', '.join(missing)}")
         # a version registered before a prior existed still predicts (priors only steer a fit: fit checks them)
@@ -312,6 +317,7 @@ class Terms:
     moe: np.ndarray                # bool
     bubble: np.ndarray             # pipeline bubble fraction
     optimizer_s: np.ndarray        # s per token
+    dequant_s: np.ndarray          # s per token: QLoRA's 4-bit base weights dequantised each weight pass (0 else)
     tp_s: np.ndarray               # s per token
     dp_s: np.ndarray               # s per token
     a2a_s: np.ndarray              # s per token
@@ -599,7 +605,9 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     seq = _num(frame, "seq_len")
     shape = model_shape(frame, active, cfg)
     low = np.array([p in LOW_PRECISION for p in _text(frame, "precision")])
-    lora = np.array([w in ("lora", "qlora") for w in _text(frame, "workload")])
+    workload = _text(frame, "workload")
+    lora = np.array([w in ("lora", "qlora") for w in workload])
+    qlora = np.array([w == "qlora" for w in workload])
     checkpointing = _text(frame, "activation_checkpointing")
     peaks = matmul_peaks(frame, low, cfg)
     bandwidth = _num(frame, "mem_bandwidth_tbps") * 1e12
@@ -632,13 +640,22 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     expert_dp = np.maximum(gpus / expert_mp, 1.0)
     held = (m.dense_total / lay.model_parallel / np.where(fsdp, lay.dp, 1.0)
             + m.routed_total / expert_mp / np.where(fsdp, expert_dp, 1.0))
-    optimizer_s = cfg.optimizer_bytes_per_param * held / bandwidth / tokens_per_gpu_step
+    # LoRA / QLoRA: the base is frozen: the optimizer and the gradient all-reduce touch only the adapters
+    trainable = np.where(lora, cfg.lora_trainable_fraction, 1.0)
+    optimizer_s = cfg.optimizer_bytes_per_param * held * trainable / bandwidth / tokens_per_gpu_step
 
     network = net.scale_out * cfg.scale_out_efficiency
-    # data parallel: 2 per step (gradient all-reduce, or the distributed optimizer's reduce-scatter + all-gather);
-    # FSDP: 3 per micro-step (gather forward, gather backward, reduce-scatter)
-    rounds = np.where(fsdp, 3.0 * microbatches, 2.0)
-    dp_s = data_parallel_seconds(m.dense_total, m.routed_total, gpus, lay, ep, rounds, net, network) / tokens_per_gpu_step
+    # data parallel: 2 per step (gradient all-reduce, or the distributed optimizer's reduce-scatter + all-gather) of
+    # the trainable weights; FSDP: 3 per micro-step (gather forward, gather backward, reduce-scatter), a frozen
+    # base 2 (its weights are gathered forward and backward, no gradient of them is reduced)
+    rounds = np.where(fsdp, np.where(lora, 2.0, 3.0) * microbatches, 2.0)
+    synced = np.where(fsdp, 1.0, trainable)
+    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, rounds, net,
+                                 network) / tokens_per_gpu_step
+    # QLoRA: every weight pass (forward, activation-gradient backward, + a recomputed forward) dequantises the
+    # 4-bit weights this GPU holds, once per micro-step of micro_batch x seq tokens
+    dequant_s = np.where(qlora, cfg.qlora_dequant_bytes_per_param * held * (2.0 + full) / bandwidth / (micro * seq),
+                         0.0)
 
     families = dict(cfg.frameworks)
     return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
@@ -647,7 +664,7 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                  linear_peak=peaks.linear_peak, lowp_share=peaks.lowp_share, peak_16bit=peaks.peak_16bit,
                  power_ratio=peaks.power_ratio, bandwidth=bandwidth, layer_width=shape.layers * shape.width,
                  routed_width=np.where(m.moe, m.top_k * shape.width * m.moe_layers, 0.0),
-                 low_precision=low, moe=m.moe, bubble=bubble, optimizer_s=optimizer_s,
+                 low_precision=low, moe=m.moe, bubble=bubble, optimizer_s=optimizer_s, dequant_s=dequant_s,
                  # fixed per-layer cost of a micro-step (launches, synchronisation): the group of tp x cp GPUs
                  # pushes micro_batch x seq tokens through each layer per micro-step
                  overhead_units=shape.layers * lay.tp * lay.cp / (micro * seq),
@@ -701,6 +718,7 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
         "moe_memory": moe_memory,
         "layer_overhead": terms.overhead_units * p["layer_overhead_us"] * 1e-6,
         "optimizer": terms.optimizer_s,
+        "qlora_dequant": terms.dequant_s,
         "tensor_parallel": exposed(terms.tp_s, p["tp_overlap"], compute),
         "data_parallel": exposed(terms.dp_s, p["dp_overlap"], compute),
         "all_to_all": exposed(terms.a2a_s, p["a2a_overlap"], compute),
