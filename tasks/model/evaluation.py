@@ -100,6 +100,8 @@ def grouped_folds(groups: np.ndarray, max_folds: int) -> list[Fold]:
     always = np.flatnonzero(groups == ALWAYS_TRAINED)
     held = np.flatnonzero(groups != ALWAYS_TRAINED)
     n_groups = len(np.unique(groups[held]))
+    if n_groups == 1 and len(always):   # one group held out against the always-trained rows
+        return [Fold(index=0, held_out=str(groups[held[0]]), train=always, test=held)]
     if n_groups < 2:
         raise ValueError(f"grouped cross-validation needs at least 2 groups, got {n_groups}")
     splitter = LeaveOneGroupOut() if n_groups <= max_folds else GroupKFold(n_splits=max_folds)
@@ -108,6 +110,13 @@ def grouped_folds(groups: np.ndarray, max_folds: int) -> list[Fold]:
         folds.append(Fold(index=index, held_out="+".join(sorted(np.unique(groups[held[test]]))),
                           train=np.sort(np.concatenate([held[train], always])), test=held[test]))
     return folds
+
+
+def cv_folds(data: TrainingData, groupings: Sequence[str], max_folds: int) -> dict[str, list[Fold]]:
+    """The folds of every grouping; a grouping of ALWAYS_TRAINED_WHEN_NULL none of whose rows has a group (e.g.
+    moe_family on dense telemetry alone) is left out, as there is nothing to hold out."""
+    return {g: grouped_folds(data.groups(g), max_folds) for g in groupings
+            if g not in ALWAYS_TRAINED_WHEN_NULL or (data.groups(g) != ALWAYS_TRAINED).any()}
 
 
 def regression_metrics(actual: np.ndarray, predicted: np.ndarray) -> dict[str, float]:

@@ -55,3 +55,19 @@ def test_leave_one_moe_family_out_never_holds_out_the_dense_runs() -> None:
     assert [f.held_out for f in folds] == ["DeepSeek", "Grok", "Qwen"]
     assert [f.test.tolist() for f in folds] == [[0], [5], [2, 4]]
     assert [f.train.tolist() for f in folds] == [[1, 2, 3, 4, 5], [0, 1, 2, 3, 4], [0, 1, 3, 5]]
+
+
+def test_a_family_grouping_without_families_is_left_out_and_one_family_is_one_fold() -> None:
+    from tasks.model.evaluation import TrainingData, cv_folds
+
+    def data(families: list[str | None]) -> TrainingData:
+        frame = pd.DataFrame({"moe_family": families, "gpu": ["A", "B", "A", "B"]})
+        zeros = np.zeros(len(families))
+        return TrainingData(frame=frame, log_mfu=zeros, tokens_per_sec=zeros + 1, physics_bound=zeros + 1,
+                            digest="", dropped_rows=0)
+
+    # dense telemetry only (the first bundled file): nothing to hold out under moe_family, the GPU folds stay
+    assert list(cv_folds(data([None] * 4), ["gpu", "moe_family"], 10)) == ["gpu"]
+    # one MoE family: one fold holding it out against the dense rows
+    [fold] = cv_folds(data([None, "Grok", None, "Grok"]), ["moe_family"], 10)["moe_family"]
+    assert (fold.held_out, fold.train.tolist(), fold.test.tolist()) == ("Grok", [0, 2], [1, 3])
