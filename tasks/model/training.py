@@ -50,6 +50,7 @@ from tasks.model.evaluation import (
     TargetSpec,
     TrainingData,
     cross_validate,
+    cv_folds,
     grouped_folds,
     prepare_training_data,
     select_best,
@@ -621,7 +622,7 @@ def train_and_register(features: pl.DataFrame, config: Models | Mapping[str, Any
                                       f"(need {MIN_TRAINING_ROWS}); ingest telemetry first")
     target = TargetSpec.from_config(config["target"])
     try:
-        folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
+        folds = cv_folds(data, config["cv"]["groupings"], int(config["cv"]["max_folds"]))
     except ValueError as error:
         raise NotEnoughTelemetryError(str(error)) from error
     specs = candidate_specs(config)
