@@ -241,8 +241,10 @@ final as (
         -- ('NeMo Framework User Guide, Performance Summary (NeMo 25.07 …)'), a web page's host (arxiv.org)
         nullif(case
             when source ilike 'http%://%' then split_part(source, '/', 3)
-            else regexp_replace(regexp_replace(split_part(source, ':', 1), '@[0-9A-Fa-f]{7,40}$', ''),
-                                '\s+\(.*\)$', '')
+            else regexp_replace(
+                    regexp_replace(split_part(source, ':', 1), '@[0-9A-Fa-f]{7,40}$', ''),
+                    '\s+\(.*\)$', ''
+                )
         end, '') as source_group,
         peak_tflops,                       -- dense TFLOP/s per GPU, run's precision
         peak_16bit_tflops,                 -- dense bf16 (else fp16) TFLOP/s per GPU
@@ -300,8 +302,10 @@ final as (
             when model_name ilike '%mixtral%' then 'Mixtral'
             when model_name ilike '%kimi%' then 'Kimi'
             when model_name ilike '%nemotron%' then 'Nemotron'
-            else coalesce(nullif(regexp_extract(regexp_replace(model_name, '^.*/', ''), '^[A-Za-z]+', 0), ''),
-                          'other')
+            else coalesce(
+                    nullif(regexp_extract(regexp_replace(model_name, '^.*/', ''), '^[A-Za-z]+', 0), ''),
+                    'other'
+                )
         end as moe_family
     from per_token
 )
