@@ -30,7 +30,7 @@ from tasks.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Models
 from tasks.model.design import tokens_per_sec
-from tasks.model.evaluation import TargetSpec, grouped_folds, prepare_training_data, select_best
+from tasks.model.evaluation import TargetSpec, cv_folds, prepare_training_data, select_best
 from tasks.model.intervals import NOVELTY_CLASSES
 from tasks.model.tracking import CHAMPION, TAG_SPEC, connect_tracking, version_by_alias
 from tasks.model.training import evaluate_candidate, moe_rows, read_training_features
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data = prepare_training_data(bundled_features())
     target = TargetSpec.from_config(config["target"])
-    folds = {g: grouped_folds(data.groups(g), int(config["cv"]["max_folds"])) for g in config["cv"]["groupings"]}
+    folds = cv_folds(data, config["cv"]["groupings"], int(config["cv"]["max_folds"]))
     registered = registered_champion_spec()
     specs = _specs_to_evaluate(config, args.candidates, registered)
     evaluations = []

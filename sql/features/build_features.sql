@@ -241,8 +241,10 @@ final as (
         -- ('NeMo Framework User Guide, Performance Summary (NeMo 25.07 …)'), a web page's host (arxiv.org)
         nullif(case
             when source ilike 'http%://%' then split_part(source, '/', 3)
-            else regexp_replace(regexp_replace(split_part(source, ':', 1), '@[0-9A-Fa-f]{7,40}$', ''),
-                                '\s+\(.*\)$', '')
+            else regexp_replace(
+                    regexp_replace(split_part(source, ':', 1), '@[0-9A-Fa-f]{7,40}$', ''),
+                    '\s+\(.*\)$', ''
+                )
         end, '') as source_group,
         peak_tflops,                       -- dense TFLOP/s per GPU, run's precision
         peak_16bit_tflops,                 -- dense bf16 (else fp16) TFLOP/s per GPU
@@ -287,7 +289,24 @@ final as (
         intra_node_bw_gbps_unidir as scale_up_gbps_per_gpu, -- GB/s per direction
         machine_scale_out_gbps_per_gpu as scale_out_gbps_per_gpu, -- Gb/s per GPU (network)
         scale_up_defaulted,  -- true: the GPU system's default domain
-        scale_out_defaulted  -- true: the GPU system's default network
+        scale_out_defaulted,  -- true: the GPU system's default network
+        -- the MoE model's family (leave-one-MoE-family-out CV: a family's sizes and releases held out together);
+        -- null for a dense model
+        case
+            when not (active_params_b < params_b) then null
+            when model_name ilike '%deepseek%' then 'DeepSeek'
+            when model_name ilike '%qwen%' then 'Qwen'
+            when model_name ilike '%gpt-oss%' or model_name ilike '%gpt_oss%' then 'GPT-OSS'
+            when regexp_matches(model_name, '(?i)llama[-_ ]?4') then 'Llama-4'
+            when model_name ilike '%grok%' then 'Grok'
+            when model_name ilike '%mixtral%' then 'Mixtral'
+            when model_name ilike '%kimi%' then 'Kimi'
+            when model_name ilike '%nemotron%' then 'Nemotron'
+            else coalesce(
+                    nullif(regexp_extract(regexp_replace(model_name, '^.*/', ''), '^[A-Za-z]+', 0), ''),
+                    'other'
+                )
+        end as moe_family
     from per_token
 )
 

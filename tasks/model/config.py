@@ -53,6 +53,8 @@ class Structured(Strict):
     moe_permute_prior_weight: NonNegative
     power_clock_exponent_prior: Annotated[float, Field(gt=0, le=1)]
     power_clock_prior_weight: NonNegative
+    lora_trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 0.002
+    qlora_dequant_bytes_per_param: NonNegative = 4.5
     low_precision_share: dict[str, Fraction] = {}
     frameworks: dict[str, str] = {}
 

@@ -59,7 +59,16 @@ class TrainingData:
         return len(self.frame)
 
     def groups(self, grouping: str) -> np.ndarray:
-        return self.frame[grouping].fillna("unknown").astype(str).to_numpy()
+        """Each row's group; under a grouping of ALWAYS_TRAINED_WHEN_NULL a row without one is ALWAYS_TRAINED."""
+        missing = ALWAYS_TRAINED if grouping in ALWAYS_TRAINED_WHEN_NULL else "unknown"
+        return self.frame[grouping].fillna(missing).astype(str).to_numpy()
+
+
+# Groupings that hold out only the rows that have a group: leave-one-MoE-family-out holds out one MoE family at a
+# time, and the dense runs (no family) train every fold. Such rows are never held out, so they have no out-of-fold
+# prediction under that grouping (NaN; its metrics pool the held-out rows).
+ALWAYS_TRAINED = "(always trained)"
+ALWAYS_TRAINED_WHEN_NULL = frozenset({"moe_family"})
 
 
 def prepare_training_data(features: pl.DataFrame) -> TrainingData:
@@ -85,15 +94,29 @@ class Fold:
 
 
 def grouped_folds(groups: np.ndarray, max_folds: int) -> list[Fold]:
-    """Leave one group out while there are at most `max_folds` groups, else GroupKFold(max_folds)."""
-    n_groups = len(np.unique(groups))
+    """Leave one group out while there are at most `max_folds` groups, else GroupKFold(max_folds). Rows of the
+    group ALWAYS_TRAINED are in every fold's training rows and no fold's test rows."""
+    groups = np.asarray(groups)
+    always = np.flatnonzero(groups == ALWAYS_TRAINED)
+    held = np.flatnonzero(groups != ALWAYS_TRAINED)
+    n_groups = len(np.unique(groups[held]))
+    if n_groups == 1 and len(always):   # one group held out against the always-trained rows
+        return [Fold(index=0, held_out=str(groups[held[0]]), train=always, test=held)]
     if n_groups < 2:
         raise ValueError(f"grouped cross-validation needs at least 2 groups, got {n_groups}")
     splitter = LeaveOneGroupOut() if n_groups <= max_folds else GroupKFold(n_splits=max_folds)
     folds = []
-    for index, (train, test) in enumerate(splitter.split(np.zeros(len(groups)), groups=groups)):
-        folds.append(Fold(index=index, held_out="+".join(sorted(np.unique(groups[test]))), train=train, test=test))
+    for index, (train, test) in enumerate(splitter.split(np.zeros(len(held)), groups=groups[held])):
+        folds.append(Fold(index=index, held_out="+".join(sorted(np.unique(groups[held[test]]))),
+                          train=np.sort(np.concatenate([held[train], always])), test=held[test]))
     return folds
+
+
+def cv_folds(data: TrainingData, groupings: Sequence[str], max_folds: int) -> dict[str, list[Fold]]:
+    """The folds of every grouping; a grouping of ALWAYS_TRAINED_WHEN_NULL none of whose rows has a group (e.g.
+    moe_family on dense telemetry alone) is left out, as there is nothing to hold out."""
+    return {g: grouped_folds(data.groups(g), max_folds) for g in groupings
+            if g not in ALWAYS_TRAINED_WHEN_NULL or (data.groups(g) != ALWAYS_TRAINED).any()}
 
 
 def regression_metrics(actual: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
@@ -156,7 +179,8 @@ def cross_validate(spec: CandidateSpec, data: TrainingData, grouping: str, folds
             flags[fold.test] = flagger(data.frame.iloc[fold.train], data.frame.iloc[fold.test])
         fold_metrics.append(regression_metrics(data.tokens_per_sec[fold.test],
                                                tokens_per_sec(predicted, data.physics_bound[fold.test])))
-    pooled = regression_metrics(data.tokens_per_sec, tokens_per_sec(oof, data.physics_bound))
+    scored = fold_of_row >= 0   # every row, but those a grouping always trains on
+    pooled = regression_metrics(data.tokens_per_sec[scored], tokens_per_sec(oof[scored], data.physics_bound[scored]))
     return GroupedCV(grouping=grouping, folds=list(folds), fold_metrics=fold_metrics, oof_log_mfu=oof,
                      fold_of_row=fold_of_row, pooled=pooled, flags=flags)
 

@@ -30,6 +30,7 @@ from tasks.model.evaluation import (
     TargetSpec,
     TrainingData,
     cross_validate,
+    cv_folds,
     grouped_folds,
     prepare_training_data,
     select_best,
@@ -151,7 +152,7 @@ def prepare(features: pl.DataFrame, config: Models) -> Prepared:
         raise NotEnoughTelemetryError(f"{data.rows} usable training rows in features.training_runs "
                                       f"(need {MIN_TRAINING_ROWS}); ingest telemetry first")
     try:
-        folds = {g: grouped_folds(data.groups(g), int(config.cv.max_folds)) for g in config.cv.groupings}
+        folds = cv_folds(data, config.cv.groupings, int(config.cv.max_folds))
     except ValueError as error:
         raise NotEnoughTelemetryError(str(error)) from error
     return Prepared(data=data, folds=folds, target=target_of(config), specs=candidate_specs(candidates_table(config)))

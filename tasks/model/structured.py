@@ -122,6 +122,8 @@ PRIORS: dict[str, tuple[str, str]] = {
 # config keys only a fit reads (the priors and their weights, the framework factors' ridge and cap): a stored
 # version whose config predates one of them still predicts
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
+# physics constants added after versions were registered: such a version predicts with the dataclass default
+DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param"})
 
 
 # a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
@@ -270,13 +272,16 @@ class StructuredConfig:
     max_framework_factor: float
     frameworks: tuple[tuple[str, str], ...] = ()
     low_precision_share: tuple[tuple[str, float], ...] = ()   # recipe -> share of linear FLOPs in fp8/fp4
+    # LoRA / QLoRA (a version registered before these existed gets these values)
+    lora_trainable_fraction: float = 0.002   # adapter parameters / base parameters (rank-16 attention adapters)
+    qlora_dequant_bytes_per_param: float = 4.5   # per weight pass: read 0.5 B (NF4) + write and read a 2-byte copy
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
         """From config/models.toml [structured] (as loaded, or as stored in a registered version's spec); a
         constant it lacks is a KeyError naming it."""
         known = {f for f in cls.__dataclass_fields__ if f not in ("frameworks", "low_precision_share")}
-        missing = sorted(known - set(cfg) - FIT_ONLY)
+        missing = sorted(known - set(cfg) - FIT_ONLY - DEFAULTED)
         if missing:
             raise KeyError(f"config/models.toml [structured] lacks {', '.join(missing)}")
         # a version registered before a prior existed still predicts (priors only steer a fit: fit checks them)
@@ -312,6 +317,7 @@ class Terms:
     moe: np.ndarray                # bool
     bubble: np.ndarray             # pipeline bubble fraction
     optimizer_s: np.ndarray        # s per token
+    dequant_s: np.ndarray          # s per token: QLoRA's 4-bit base weights dequantised each weight pass (0 else)
     tp_s: np.ndarray               # s per token
     dp_s: np.ndarray               # s per token
     a2a_s: np.ndarray              # s per token
@@ -392,6 +398,204 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     return values
 
 
+@dataclass(frozen=True)
+class Shape:
+    """The transformer as a step sees it (the row's / reference shape, else estimated from active parameters)."""
+
+    layers: np.ndarray            # transformer layers
+    width: np.ndarray             # d_model
+    attention_width: np.ndarray   # heads x head_dim (Qwen3, GLM, MLA differ from d_model)
+    attention_layers: np.ndarray  # layers that attend fully (hybrid and sliding-window models have fewer)
+    matrices: np.ndarray          # FFN matrices: 3 gated (SwiGLU), 2 plain
+    estimated: np.ndarray         # bool: layers x width from the parameter count
+
+
+def model_shape(frame: pd.DataFrame, active: np.ndarray, cfg: StructuredConfig) -> Shape:
+    """Layers, width and attention of each row's model."""
+    layers, width = _num(frame, "n_layers"), _num(frame, "d_model")
+    est_layers, est_width = estimated_shape(active / 1e9, cfg.shape_aspect_ratio)
+    estimated = ~(np.isfinite(layers) & np.isfinite(width) & (layers > 0) & (width > 0))
+    layers = np.where(estimated, est_layers, layers)
+    width = np.where(estimated, est_width, width)
+    attention_width = np.where(estimated, width, _given(_num(frame, "n_heads") * _num(frame, "head_dim"), width))
+    attention_layers = np.where(estimated, layers, _given(_num(frame, "attention_layers"), layers))
+    return Shape(layers=layers, width=width, attention_width=attention_width, attention_layers=attention_layers,
+                 matrices=_given(_num(frame, "ffn_matrices"), cfg.default_ffn_matrices), estimated=estimated)
+
+
+@dataclass(frozen=True)
+class MatmulPeaks:
+    linear_peak: np.ndarray   # FLOP/s: achievable matmul peak of the run's precision (peak x MAMF share)
+    lowp_share: np.ndarray    # share of the linear FLOPs an fp8/fp4 recipe runs at that peak
+    peak_16bit: np.ndarray    # FLOP/s: achievable 16-bit matmul peak (attention, the rest of a recipe)
+    power_ratio: np.ndarray   # board power limit / power of the part the MAMF was measured on, at most 1
+
+
+def matmul_peaks(frame: pd.DataFrame, low: np.ndarray, cfg: StructuredConfig) -> MatmulPeaks:
+    """The GPU's achievable matmul peaks: the datasheet peak x the measured ceiling (MAMF / peak); efficiencies are
+    learned relative to them."""
+    peak = _num(frame, "peak_tflops") * 1e12
+    peak16 = _num(frame, "peak_16bit_tflops") * 1e12
+    peak16 = np.where(np.isfinite(peak16), peak16, peak)
+    ceiling16 = np.nan_to_num(_num(frame, "matmul_ceiling_16bit"), nan=cfg.default_matmul_ceiling)
+    ceiling_low = _num(frame, "matmul_ceiling_lowp")
+    ceiling_low = np.where(np.isfinite(ceiling_low), ceiling_low, ceiling16)
+    shares = dict(cfg.low_precision_share)
+    # a GPU run below the power its matmul ceiling was measured at (the same die at a lower board limit, e.g. H100
+    # at 500 W vs the 700 W SXM part) sustains a lower clock: the ratio, capped at 1 (a higher limit buys nothing)
+    power_ratio = np.clip(np.nan_to_num(_num(frame, "tdp_w") / _num(frame, "matmul_ceiling_power_w"), nan=1.0),
+                          1e-3, 1.0)
+    return MatmulPeaks(
+        linear_peak=np.where(low, peak * ceiling_low, peak16 * ceiling16),
+        lowp_share=np.array([shares.get(r or "", 1.0) for r in _text(frame, "precision_recipe")]) * low,
+        peak_16bit=peak16 * ceiling16, power_ratio=power_ratio)
+
+
+@dataclass(frozen=True)
+class Machine:
+    domain: np.ndarray      # GPUs sharing the scale-up link (NVLink / xGMI domain)
+    scale_up: np.ndarray    # B/s per GPU per direction inside the domain
+    scale_out: np.ndarray   # B/s per GPU per direction over the network (line rate)
+
+
+def machine(frame: pd.DataFrame, cfg: StructuredConfig) -> Machine:
+    """The row's machine, else the GPU system's default (features), else the configured default."""
+    domain = _given(_num(frame, "scale_up_domain_gpus"), cfg.default_scale_up_domain_gpus)
+    scale_out = _given(_num(frame, "scale_out_gbps_per_gpu"), cfg.default_scale_out_gbps_per_gpu) / 8.0 * 1e9
+    scale_up = _given(_num(frame, "scale_up_gbps_per_gpu"), _num(frame, "intra_node_bw_gbps_unidir")) * 1e9
+    scale_up = np.where(np.isfinite(scale_up) & (domain > 1), scale_up, scale_out)
+    return Machine(domain=domain, scale_up=scale_up, scale_out=scale_out)
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray             # as named, at most the run's GPUs (MoE runs: see expert_parallel_size)
+    etp: np.ndarray            # expert tensor parallelism (Megatron's default: the tensor-parallel size)
+    vp: np.ndarray             # virtual pipeline stages
+    fsdp: np.ndarray           # bool: FSDP / ZeRO-3 named
+    given: np.ndarray          # bool: the row names a layout at all
+    ep_named: np.ndarray       # bool: the row names an EP size
+    grad_accum: np.ndarray     # gradient-accumulation steps named (NaN: not named)
+    model_parallel: np.ndarray  # tp x pp x cp GPUs, at most the run's
+    dp: np.ndarray             # data-parallel replicas of the dense weights
+
+
+def parallel_layout(frame: pd.DataFrame, gpus: np.ndarray) -> ParallelLayout:
+    texts = _text(frame, "parallelism")
+    layouts = [parse_parallelism(t) for t in texts]
+
+    def sizes(name: str) -> np.ndarray:
+        return np.array([getattr(lay, name) for lay in layouts], dtype="float64")
+
+    tp, pp, cp, ep, vp = sizes("tp"), sizes("pp"), sizes("cp"), sizes("ep"), sizes("vp")
+    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
+    # a layout asking for more GPUs than the run has (e.g. "PP=41" on 8 GPUs) is not believed: no pipeline
+    pp = np.where(tp * pp * cp > gpus, 1.0, pp)
+    ep = np.minimum(ep, gpus)
+    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
+    model_parallel = np.minimum(tp * pp * cp, gpus)
+    return ParallelLayout(
+        tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, fsdp=np.array([lay.fsdp for lay in layouts]),
+        given=np.array([lay.given for lay in layouts]),
+        ep_named=np.array([bool(EP_NAMED.search(t or "")) for t in texts]),
+        grad_accum=np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64"),
+        model_parallel=model_parallel, dp=np.maximum(gpus / model_parallel, 1.0))
+
+
+@dataclass(frozen=True)
+class MoeParameters:
+    moe: np.ndarray               # bool: fewer active than total parameters
+    experts: np.ndarray           # routed experts per MoE layer
+    top_k: np.ndarray             # routed experts per token
+    expert_ffn: np.ndarray        # FFN size of one expert
+    moe_layers: np.ndarray        # layers with experts
+    routed_active: np.ndarray     # parameters of the routed experts a token runs (0: dense)
+    routed_total: np.ndarray      # parameters of all routed experts (0: dense)
+    dense_active: np.ndarray      # what every token runs: attention, dense layers, shared experts, router, embeddings
+    dense_total: np.ndarray       # every parameter outside the routed experts
+    shape_estimated: np.ndarray   # bool: MoE shape from total and active parameters
+
+
+def moe_parameters(frame: pd.DataFrame, params: np.ndarray, active: np.ndarray, shape: Shape,
+                   cfg: StructuredConfig) -> MoeParameters:
+    """Routed-expert and dense parameter counts: the row's / reference MoE shape, else estimated from total and
+    active parameters (shared experts and the router are part of the active parameters outside the routed
+    experts)."""
+    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
+    experts, top_k = _num(frame, "moe_experts"), _num(frame, "moe_top_k")
+    expert_ffn = _num(frame, "moe_expert_ffn")
+    dense_layers = np.nan_to_num(_num(frame, "moe_dense_layers"), nan=0.0)
+    known = np.isfinite(experts) & np.isfinite(top_k) & np.isfinite(expert_ffn) & (experts > 0) & (top_k > 0)
+    guess = estimated_moe_shape(params, active, shape.layers, shape.width, shape.matrices, cfg)
+    experts = np.where(known, experts, guess.experts)
+    top_k = np.where(known, top_k, guess.top_k)
+    expert_ffn = np.where(known, expert_ffn, guess.expert_ffn)
+    moe_layers = np.where(known, np.maximum(shape.layers - dense_layers, 0.0), guess.moe_layers)
+    expert_params = shape.matrices * shape.width * expert_ffn * moe_layers   # one expert across the MoE layers
+    routed_active = np.where(moe, top_k * expert_params, 0.0)
+    routed_total = np.where(moe, np.minimum(experts * expert_params, 0.98 * params), 0.0)
+    dense_active = np.maximum(active - routed_active, 0.02 * active)
+    return MoeParameters(moe=moe, experts=experts, top_k=top_k, expert_ffn=expert_ffn, moe_layers=moe_layers,
+                         routed_active=routed_active, routed_total=routed_total, dense_active=dense_active,
+                         dense_total=np.maximum(params - routed_total, dense_active),
+                         shape_estimated=moe & ~known)
+
+
+def grouped_gemm_size(tokens_per_micro_step: np.ndarray, lay: ParallelLayout, ep: np.ndarray,
+                      m: MoeParameters) -> np.ndarray:
+    """Tokens per expert per micro-step x expert FFN columns per GPU (inf for a dense model): the tokens entering
+    the MoE on a GPU (sequence-split over cp, and over tp unless the experts are tensor-parallel too) x top_k routed
+    copies, over the experts this GPU holds. Fine-grained experts on few tokens run small, slow GEMMs."""
+    tokens_in = tokens_per_micro_step / lay.cp * np.minimum(lay.etp / lay.tp, 1.0)
+    tokens_per_expert = tokens_in * m.top_k * ep / np.maximum(m.experts, 1.0)
+    values: np.ndarray = np.where(m.moe, tokens_per_expert * m.expert_ffn / lay.etp, np.inf)
+    return values
+
+
+def tensor_parallel_seconds(shape: Shape, m: MoeParameters, lay: ParallelLayout, net: Machine,
+                            network: np.ndarray) -> np.ndarray:
+    """s per token: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, x t GPUs per token;
+    plus expert tensor parallelism: the routed copies all-gathered before the experts and reduce-scattered after
+    them, forward and backward, 4 x top_k x d_model x 2 bytes x (etp-1) per MoE layer per token."""
+    tp_bytes = (16.0 * shape.layers * shape.width * (lay.tp - 1.0)
+                + np.where(m.moe, 8.0 * m.top_k * shape.width * m.moe_layers * (lay.etp - 1.0), 0.0))
+    return collective_seconds(tp_bytes, np.maximum(lay.tp, lay.etp), np.ones_like(lay.tp), net.domain,
+                              net.scale_up, network)
+
+
+def data_parallel_seconds(dense_weights: np.ndarray, expert_weights: np.ndarray, gpus: np.ndarray,
+                          lay: ParallelLayout, ep: np.ndarray, rounds: np.ndarray, net: Machine,
+                          network: np.ndarray) -> np.ndarray:
+    """s per optimizer step: weights per GPU x 2 bytes x `rounds` collectives, ring (n-1)/n; dense weights over
+    all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp). Megatron's rank order (tensor, context, data,
+    pipeline) places data-parallel peers tp x cp GPUs apart, expert data-parallel peers ep x etp apart."""
+    weight_dp = np.maximum(gpus / (lay.tp * lay.pp), 1.0)
+    expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)
+    expert_dp = np.maximum(gpus / expert_mp, 1.0)
+    dense_bytes = dense_weights / (lay.tp * lay.pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
+    expert_bytes = expert_weights / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
+    values: np.ndarray = (
+        collective_seconds(dense_bytes, weight_dp, lay.tp * lay.cp, net.domain, net.scale_up, network)
+        + collective_seconds(expert_bytes, expert_dp, ep * lay.etp, net.domain, net.scale_up, network))
+    return values
+
+
+def all_to_all_seconds_per_token(shape: Shape, m: MoeParameters, lay: ParallelLayout, ep: np.ndarray,
+                                 full_recompute: np.ndarray, net: Machine, cfg: StructuredConfig) -> np.ndarray:
+    """s per token: MoE dispatch + combine, forward + backward (+ forward again under full recomputation), top_k x
+    d_model x `a2a_bytes_per_element` per MoE layer, x (ep-1)/ep, over the scale-up link for the EP peers inside the
+    domain and the network for the rest."""
+    a2a_bytes = ((4.0 + 2.0 * full_recompute) * m.top_k * shape.width * cfg.a2a_bytes_per_element * m.moe_layers
+                 * (ep - 1.0) / np.maximum(ep, 1.0))
+    values: np.ndarray = np.where(m.moe & (ep > 1), all_to_all_seconds(
+        a2a_bytes, ep, lay.etp, net.domain, net.scale_up * cfg.a2a_scale_up_efficiency,
+        net.scale_out * cfg.a2a_scale_out_efficiency), 0.0)
+    return values
+
+
 def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     """Every parameter-free part of the step-time sum, per row."""
     gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
@@ -399,162 +603,75 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     active = _num(frame, "active_params_b") * 1e9
     active = np.where(np.isfinite(active), active, params)
     seq = _num(frame, "seq_len")
-    layers, width = _num(frame, "n_layers"), _num(frame, "d_model")
-    est_layers, est_width = estimated_shape(active / 1e9, cfg.shape_aspect_ratio)
-    shape_estimated = ~(np.isfinite(layers) & np.isfinite(width) & (layers > 0) & (width > 0))
-    layers = np.where(shape_estimated, est_layers, layers)
-    width = np.where(shape_estimated, est_width, width)
-    # attention: heads x head_dim (Qwen3, GLM, MLA differ from d_model) over the layers that attend fully
-    attention_width = np.where(shape_estimated, width, _given(_num(frame, "n_heads") * _num(frame, "head_dim"), width))
-    attention_layers = np.where(shape_estimated, layers, _given(_num(frame, "attention_layers"), layers))
-    matrices = _given(_num(frame, "ffn_matrices"), cfg.default_ffn_matrices)
-
-    precision = _text(frame, "precision")
-    low = np.array([p in LOW_PRECISION for p in precision])
+    shape = model_shape(frame, active, cfg)
+    low = np.array([p in LOW_PRECISION for p in _text(frame, "precision")])
     workload = _text(frame, "workload")
     lora = np.array([w in ("lora", "qlora") for w in workload])
+    qlora = np.array([w == "qlora" for w in workload])
     checkpointing = _text(frame, "activation_checkpointing")
-
-    peak = _num(frame, "peak_tflops") * 1e12
-    peak16 = _num(frame, "peak_16bit_tflops") * 1e12
-    peak16 = np.where(np.isfinite(peak16), peak16, peak)
-    # the measured ceiling of the GPU's matmul engine (MAMF / peak): efficiencies are learned relative to it
-    ceiling16 = np.nan_to_num(_num(frame, "matmul_ceiling_16bit"), nan=cfg.default_matmul_ceiling)
-    ceiling_low = _num(frame, "matmul_ceiling_lowp")
-    ceiling_low = np.where(np.isfinite(ceiling_low), ceiling_low, ceiling16)
-    linear_peak = np.where(low, peak * ceiling_low, peak16 * ceiling16)
-    shares = dict(cfg.low_precision_share)
-    lowp_share = np.array([shares.get(r or "", 1.0) for r in _text(frame, "precision_recipe")]) * low
-    peak16 = peak16 * ceiling16
-    # a GPU run below the power its matmul ceiling was measured at (the same die at a lower board limit, e.g. H100
-    # at 500 W vs the 700 W SXM part) sustains a lower clock: the ratio, capped at 1 (a higher limit buys nothing)
-    power_ratio = np.clip(np.nan_to_num(_num(frame, "tdp_w") / _num(frame, "matmul_ceiling_power_w"), nan=1.0),
-                          1e-3, 1.0)
+    peaks = matmul_peaks(frame, low, cfg)
     bandwidth = _num(frame, "mem_bandwidth_tbps") * 1e12
     memory = _num(frame, "gpu_memory_gb") * 1e9
-
-    # the machine: GPUs sharing the scale-up link, its bandwidth, and the network per GPU beyond it
-    domain = _given(_num(frame, "scale_up_domain_gpus"), cfg.default_scale_up_domain_gpus)
-    scale_out_gbps = _given(_num(frame, "scale_out_gbps_per_gpu"), cfg.default_scale_out_gbps_per_gpu)
-    scale_out = scale_out_gbps / 8.0 * 1e9                         # B/s per GPU per direction
-    scale_up = _num(frame, "scale_up_gbps_per_gpu")
-    scale_up = _given(scale_up, _num(frame, "intra_node_bw_gbps_unidir")) * 1e9
-    scale_up = np.where(np.isfinite(scale_up) & (domain > 1), scale_up, scale_out)
-
-    layouts = [parse_parallelism(t) for t in _text(frame, "parallelism")]
-    tp = np.array([lay.tp for lay in layouts], dtype="float64")
-    pp = np.array([lay.pp for lay in layouts], dtype="float64")
-    cp = np.array([lay.cp for lay in layouts], dtype="float64")
-    ep = np.array([lay.ep for lay in layouts], dtype="float64")
-    # Megatron's expert tensor parallelism defaults to the tensor-parallel size
-    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
-    vp = np.array([lay.vp for lay in layouts], dtype="float64")
-    fsdp = np.array([lay.fsdp for lay in layouts])
-    layout_given = np.array([lay.given for lay in layouts])
-    # a layout asking for more GPUs than the run has (e.g. "PP=41" on 8 GPUs) is not believed: no pipeline
-    pp = np.where(tp * pp * cp > gpus, 1.0, pp)
-    ep = np.minimum(ep, gpus)
-    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
-    model_parallel = np.minimum(tp * pp * cp, gpus)
-    dp = np.maximum(gpus / model_parallel, 1.0)
-
-    # MoE shape: the row's / reference's (features), else estimated from total and active parameters
-    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
-    experts, top_k = _num(frame, "moe_experts"), _num(frame, "moe_top_k")
-    expert_ffn = _num(frame, "moe_expert_ffn")
-    shared = np.nan_to_num(_num(frame, "moe_shared_experts"), nan=0.0)
-    dense_layers = np.nan_to_num(_num(frame, "moe_dense_layers"), nan=0.0)
-    known = np.isfinite(experts) & np.isfinite(top_k) & np.isfinite(expert_ffn) & (experts > 0) & (top_k > 0)
-    ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in _text(frame, "parallelism")])
-    moe_shape_estimated = moe & ~known
-    guess = estimated_moe_shape(params, active, layers, width, matrices, cfg)
-    experts = np.where(known, experts, guess.experts)
-    top_k = np.where(known, top_k, guess.top_k)
-    expert_ffn = np.where(known, expert_ffn, guess.expert_ffn)
-    shared = np.where(known, shared, 0.0)
-    moe_layers = np.where(known, np.maximum(layers - dense_layers, 0.0), guess.moe_layers)
-    ep = expert_parallel_size(ep, tp * pp * cp, gpus, moe & fsdp & ~ep_named, experts)
-    expert_params = matrices * width * expert_ffn * moe_layers        # one expert across the MoE layers
-    routed_active = np.where(moe, top_k * expert_params, 0.0)
-    routed_total = np.where(moe, np.minimum(experts * expert_params, 0.98 * params), 0.0)
-    # what every token runs: attention, dense layers, shared experts, router, embeddings
-    dense_active = np.maximum(active - routed_active, 0.02 * active)
-    dense_total = np.maximum(params - routed_total, dense_active)
-    del shared  # shared experts are part of the active parameters outside the routed experts
+    net = machine(frame, cfg)
+    lay = parallel_layout(frame, gpus)
+    m = moe_parameters(frame, params, active, shape, cfg)
+    ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts)
 
     micro = _num(frame, "micro_batch")
     micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
     micro = micro.clip(min=1.0)
     batch_tokens = _num(frame, "global_batch_tokens")
     batch_tokens = np.where(np.isfinite(batch_tokens), batch_tokens,
-                            np.maximum(cfg.default_global_batch_tokens, gpus / model_parallel * micro * seq))
+                            np.maximum(cfg.default_global_batch_tokens, lay.dp * micro * seq))
     tokens_per_gpu_step = batch_tokens / gpus
-    ga = np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64")
     full = np.array([c == "full" for c in checkpointing])
     any_recompute = np.array([c in ("full", "selective") for c in checkpointing])
     passes = np.where(lora, 2.0, 3.0) + full            # forward 1 + backward 2 (LoRA: 1), + recompute
-    linear_flops = 2.0 * dense_active * passes
-    expert_flops = 2.0 * routed_active * passes
-    attention_flops = 2.0 * seq * attention_width * attention_layers * (3.0 + any_recompute)
-
     # micro-steps per optimizer step on a GPU (pipeline schedules: at least as many as stages)
-    microbatches = np.maximum(np.where(np.isfinite(ga), ga, batch_tokens / (dp * micro * seq)), 1.0)
-    bubble = np.where(pp > 1, (pp - 1.0) / (vp * np.maximum(microbatches, pp)), 0.0)
-
-    # grouped GEMMs: tokens entering the MoE on a GPU per micro-step (sequence-split over cp, and over tp
-    # unless the experts are tensor-parallel too), x top_k routed copies, over the experts this GPU holds
-    tokens_in = micro * seq / cp * np.minimum(etp / tp, 1.0)
-    tokens_per_expert = tokens_in * top_k * ep / np.maximum(experts, 1.0)
-    expert_gemm_size = np.where(moe, tokens_per_expert * expert_ffn / etp, np.inf)
+    microbatches = np.maximum(np.where(np.isfinite(lay.grad_accum), lay.grad_accum,
+                                       batch_tokens / (lay.dp * micro * seq)), 1.0)
+    bubble = np.where(lay.pp > 1, (lay.pp - 1.0) / (lay.vp * np.maximum(microbatches, lay.pp)), 0.0)
 
     # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP
-    unsharded = cfg.optimizer_bytes_per_param * params / model_parallel
-    fsdp = fsdp | (~layout_given & np.isfinite(memory) & (unsharded > cfg.fsdp_memory_fraction * memory))
-
+    unsharded = cfg.optimizer_bytes_per_param * params / lay.model_parallel
+    fsdp = lay.fsdp | (~lay.given & np.isfinite(memory) & (unsharded > cfg.fsdp_memory_fraction * memory))
     # optimizer: state of the parameters this GPU holds (sharded by FSDP/ZeRO across data parallel too)
-    expert_mp = np.minimum(ep * etp * pp, gpus)
+    expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)
     expert_dp = np.maximum(gpus / expert_mp, 1.0)
-    held = (dense_total / model_parallel / np.where(fsdp, dp, 1.0)
-            + routed_total / expert_mp / np.where(fsdp, expert_dp, 1.0))
-    optimizer_s = cfg.optimizer_bytes_per_param * held / bandwidth / tokens_per_gpu_step
+    held = (m.dense_total / lay.model_parallel / np.where(fsdp, lay.dp, 1.0)
+            + m.routed_total / expert_mp / np.where(fsdp, expert_dp, 1.0))
+    # LoRA / QLoRA: the base is frozen: the optimizer and the gradient all-reduce touch only the adapters
+    trainable = np.where(lora, cfg.lora_trainable_fraction, 1.0)
+    optimizer_s = cfg.optimizer_bytes_per_param * held * trainable / bandwidth / tokens_per_gpu_step
 
-    network = scale_out * cfg.scale_out_efficiency
-    # tensor parallel: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, x t GPUs per token
-    # + expert tensor parallelism: the routed copies are all-gathered before the experts and reduce-scattered
-    # after them, forward and backward: 4 x top_k x d_model x 2 bytes x (etp-1) per MoE layer per token
-    tp_bytes = 16.0 * layers * width * (tp - 1.0) + np.where(moe, 8.0 * top_k * width * moe_layers * (etp - 1.0), 0.0)
-    tp_s = collective_seconds(tp_bytes, np.maximum(tp, etp), np.ones_like(tp), domain, scale_up, network)
-    # data parallel: weights per GPU x 2 bytes x (2 per step | FSDP: 3 per micro-step), ring (n-1)/n; dense
-    # weights over all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp)
-    weight_dp = np.maximum(gpus / (tp * pp), 1.0)
-    rounds = np.where(fsdp, 3.0 * microbatches, 2.0)
-    dense_bytes = dense_total / (tp * pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
-    expert_bytes = routed_total / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
-    # (Megatron's rank order: tensor, context, data, pipeline: data-parallel peers are tp x cp GPUs apart; expert
-    # data-parallel peers ep x etp apart)
-    dp_s = (collective_seconds(dense_bytes, weight_dp, tp * cp, domain, scale_up, network)
-            + collective_seconds(expert_bytes, expert_dp, ep * etp, domain, scale_up, network)) / tokens_per_gpu_step
-    # MoE all-to-all: dispatch + combine, forward + backward (+ forward again under full recomputation)
-    a2a_bytes = ((4.0 + 2.0 * full) * top_k * width * cfg.a2a_bytes_per_element * moe_layers
-                 * (ep - 1.0) / np.maximum(ep, 1.0))
-    a2a_s = np.where(moe & (ep > 1), all_to_all_seconds(
-        a2a_bytes, ep, etp, domain, scale_up * cfg.a2a_scale_up_efficiency, scale_out * cfg.a2a_scale_out_efficiency),
-        0.0)
-
-    # fixed per-layer cost of a micro-step (kernel launches, synchronisation): the group of tp x cp GPUs
-    # pushes micro_batch x seq tokens through each layer per micro-step
-    overhead_units = layers * tp * cp / (micro * seq)
+    network = net.scale_out * cfg.scale_out_efficiency
+    # data parallel: 2 per step (gradient all-reduce, or the distributed optimizer's reduce-scatter + all-gather) of
+    # the trainable weights; FSDP: 3 per micro-step (gather forward, gather backward, reduce-scatter), a frozen
+    # base 2 (its weights are gathered forward and backward, no gradient of them is reduced)
+    rounds = np.where(fsdp, np.where(lora, 2.0, 3.0) * microbatches, 2.0)
+    synced = np.where(fsdp, 1.0, trainable)
+    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, rounds, net,
+                                 network) / tokens_per_gpu_step
+    # QLoRA: every weight pass (forward, activation-gradient backward, + a recomputed forward) dequantises the
+    # 4-bit weights this GPU holds, once per micro-step of micro_batch x seq tokens
+    dequant_s = np.where(qlora, cfg.qlora_dequant_bytes_per_param * held * (2.0 + full) / bandwidth / (micro * seq),
+                         0.0)
 
     families = dict(cfg.frameworks)
-    framework = np.array([framework_family(t, families) for t in _text(frame, "framework")], dtype=object)
-    return Terms(linear_flops=linear_flops, expert_flops=expert_flops, expert_gemm_size=expert_gemm_size,
-                 attention_flops=attention_flops, linear_peak=linear_peak, lowp_share=lowp_share,
-                 peak_16bit=peak16, power_ratio=power_ratio, bandwidth=bandwidth, layer_width=layers * width,
-                 routed_width=np.where(moe, top_k * width * moe_layers, 0.0),
-                 low_precision=low, moe=moe,
-                 bubble=bubble, optimizer_s=optimizer_s, overhead_units=overhead_units, tp_s=tp_s, dp_s=dp_s,
-                 a2a_s=a2a_s, framework=framework, shape_estimated=shape_estimated,
-                 moe_shape_estimated=moe_shape_estimated)
+    return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
+                 expert_gemm_size=grouped_gemm_size(micro * seq, lay, ep, m),
+                 attention_flops=2.0 * seq * shape.attention_width * shape.attention_layers * (3.0 + any_recompute),
+                 linear_peak=peaks.linear_peak, lowp_share=peaks.lowp_share, peak_16bit=peaks.peak_16bit,
+                 power_ratio=peaks.power_ratio, bandwidth=bandwidth, layer_width=shape.layers * shape.width,
+                 routed_width=np.where(m.moe, m.top_k * shape.width * m.moe_layers, 0.0),
+                 low_precision=low, moe=m.moe, bubble=bubble, optimizer_s=optimizer_s, dequant_s=dequant_s,
+                 # fixed per-layer cost of a micro-step (launches, synchronisation): the group of tp x cp GPUs
+                 # pushes micro_batch x seq tokens through each layer per micro-step
+                 overhead_units=shape.layers * lay.tp * lay.cp / (micro * seq),
+                 tp_s=tensor_parallel_seconds(shape, m, lay, net, network), dp_s=dp_s,
+                 a2a_s=all_to_all_seconds_per_token(shape, m, lay, ep, full, net, cfg),
+                 framework=np.array([framework_family(t, families) for t in _text(frame, "framework")], dtype=object),
+                 shape_estimated=shape.estimated, moe_shape_estimated=m.shape_estimated)
 
 
 def exposed(comm: np.ndarray, overlap: float, compute: np.ndarray) -> np.ndarray:
@@ -601,6 +718,7 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
         "moe_memory": moe_memory,
         "layer_overhead": terms.overhead_units * p["layer_overhead_us"] * 1e-6,
         "optimizer": terms.optimizer_s,
+        "qlora_dequant": terms.dequant_s,
         "tensor_parallel": exposed(terms.tp_s, p["tp_overlap"], compute),
         "data_parallel": exposed(terms.dp_s, p["dp_overlap"], compute),
         "all_to_all": exposed(terms.a2a_s, p["a2a_overlap"], compute),

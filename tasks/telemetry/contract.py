@@ -130,4 +130,6 @@ FEATURE_COLUMNS: tuple[str, ...] = (
     # the machine: given by the row, else the GPU system's default (flagged)
     "scale_up_domain_gpus", "scale_up_gbps_per_gpu", "scale_out_gbps_per_gpu", "scale_up_defaulted",
     "scale_out_defaulted",
+    # the MoE model's family (DeepSeek, Qwen, GPT-OSS, ...; null for dense): the leave-one-MoE-family-out CV groups
+    "moe_family",
 )

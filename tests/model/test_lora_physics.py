@@ -1,0 +1,73 @@
+"""LoRA / QLoRA in the structured step time: the frozen base (no weight gradients, optimizer and gradient
+all-reduce on the adapters only) and QLoRA's dequantisation, worked out by hand; the leave-one-MoE-family-out
+folds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tasks.model.evaluation import ALWAYS_TRAINED, grouped_folds
+from tasks.model.structured import StructuredConfig, compute_terms, step_time_parts
+from tests.model.test_structured import PARAMS, PHYSICS, ROW
+
+CONFIG = StructuredConfig.from_config(PHYSICS)
+# 8 GPUs of one H100 node, data parallel, no layout beyond it (the DDP all-reduce of the gradients over NVLink)
+DDP = dict(ROW, num_gpus=8, parallelism="DP 8", global_batch_tokens=8 * 8192, scale_up_domain_gpus=8)
+
+
+def test_lora_freezes_the_base_weights() -> None:
+    lora = dict(DDP, workload="lora")
+    terms = compute_terms(pd.DataFrame([DDP, lora]), CONFIG)
+    parts = step_time_parts(terms, PARAMS)
+    # FLOPs: forward 2N + backward through the activations 2N (no weight gradients): 4 x 8.03e9 vs 6 x 8.03e9
+    assert terms.linear_flops[0] == pytest.approx(6 * 8.03e9)
+    assert terms.linear_flops[1] == pytest.approx(4 * 8.03e9)
+    # optimizer: 16 B x 8.03e9 params / 3.35e12 B/s per 8,192 tokens per GPU step; LoRA: x 0.002 (the adapters)
+    assert parts["optimizer"][0] == pytest.approx(16 * 8.03e9 / 3.35e12 / 8192)
+    assert parts["optimizer"][1] == pytest.approx(16 * 8.03e9 * 0.002 / 3.35e12 / 8192)
+    # gradient all-reduce: 8.03e9 x 2 B x 2 x 7/8 = 28.105e9 B over NVLink 450e9 B/s, per 8,192 tokens: 7.624e-6 s
+    # per token (before overlap); LoRA's adapters: 0.002 of it
+    assert terms.dp_s[0] == pytest.approx(8.03e9 * 2 * 2 * 7 / 8 / 450e9 / 8192)
+    assert terms.dp_s[1] == pytest.approx(terms.dp_s[0] * 0.002)
+    assert parts["qlora_dequant"][0] == parts["qlora_dequant"][1] == 0.0
+
+
+def test_fsdp_lora_gathers_the_frozen_weights_twice_and_reduces_no_gradient() -> None:
+    fsdp = dict(DDP, parallelism="FSDP 8 GA 1")
+    terms = compute_terms(pd.DataFrame([fsdp, dict(fsdp, workload="lora")]), CONFIG)
+    # pretrain: 3 collectives per micro-step (gather forward, gather backward, reduce-scatter); LoRA: the 2 gathers
+    assert terms.dp_s[1] == pytest.approx(terms.dp_s[0] * 2 / 3)
+
+
+def test_qlora_dequantises_its_4_bit_base_every_weight_pass() -> None:
+    one = dict(ROW, workload="qlora", parallelism="", global_batch_tokens=8192, micro_batch=2)
+    parts = step_time_parts(compute_terms(pd.DataFrame([one]), CONFIG), PARAMS)
+    # 4.5 B x 8.03e9 params x 2 weight passes (forward, backward) / 3.35e12 B/s per micro-step of 2 x 4,096 tokens
+    assert parts["qlora_dequant"][0] == pytest.approx(4.5 * 8.03e9 * 2 / 3.35e12 / 8192)
+
+
+def test_leave_one_moe_family_out_never_holds_out_the_dense_runs() -> None:
+    groups = np.array(["DeepSeek", ALWAYS_TRAINED, "Qwen", ALWAYS_TRAINED, "Qwen", "Grok"])
+    folds = grouped_folds(groups, max_folds=10)
+    # three families -> three folds; the dense rows 1 and 3 are in every fold's training rows, in no test
+    assert [f.held_out for f in folds] == ["DeepSeek", "Grok", "Qwen"]
+    assert [f.test.tolist() for f in folds] == [[0], [5], [2, 4]]
+    assert [f.train.tolist() for f in folds] == [[1, 2, 3, 4, 5], [0, 1, 2, 3, 4], [0, 1, 3, 5]]
+
+
+def test_a_family_grouping_without_families_is_left_out_and_one_family_is_one_fold() -> None:
+    from tasks.model.evaluation import TrainingData, cv_folds
+
+    def data(families: list[str | None]) -> TrainingData:
+        frame = pd.DataFrame({"moe_family": families, "gpu": ["A", "B", "A", "B"]})
+        zeros = np.zeros(len(families))
+        return TrainingData(frame=frame, log_mfu=zeros, tokens_per_sec=zeros + 1, physics_bound=zeros + 1,
+                            digest="", dropped_rows=0)
+
+    # dense telemetry only (the first bundled file): nothing to hold out under moe_family, the GPU folds stay
+    assert list(cv_folds(data([None] * 4), ["gpu", "moe_family"], 10)) == ["gpu"]
+    # one MoE family: one fold holding it out against the dense rows
+    [fold] = cv_folds(data([None, "Grok", None, "Grok"]), ["moe_family"], 10)["moe_family"]
+    assert (fold.held_out, fold.train.tolist(), fold.test.tolist()) == ("Grok", [0, 2], [1, 3])
