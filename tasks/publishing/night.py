@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
+from tasks.publishing.artifacts import CLOUD_LOG10_RESOLUTION, summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
 from tasks.publishing.ownership import (
@@ -90,7 +90,8 @@ def publish_night(
         with row_order_free(con):
             published = build_published(con, target, versions, config.spot.history_window_days, home)
         top = top_offers(con, publish_date, config.publish.top_offers_per_workload)
-        points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
+        points = query(con, "marts/ranked_points",
+                       {"publish_date": publish_date, "cell_log10": CLOUD_LOG10_RESOLUTION}).pl()
     parquet = None
     try:
         spill = home / config.compute.temp_directory
