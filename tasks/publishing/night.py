@@ -30,6 +30,9 @@ from tasks.reference import ReferenceFiles, load_reference_tables, reference_pat
 from tasks.settings import Resources
 from tasks.warehouse import memory_capped, query, row_order_free
 
+# DuckDB's cap on the warehouse connection while it waits for the Parquet copy (it runs no query meanwhile).
+IDLE_WAREHOUSE_MEMORY_LIMIT = "64MB"
+
 
 @dataclass
 class PublishOutcome:
@@ -93,16 +96,19 @@ def publish_night(
         points = query(con, "marts/ranked_points",
                        {"publish_date": publish_date, "cell_log10": CLOUD_LOG10_RESOLUTION}).pl()
     parquet = None
-    try:
-        spill = home / config.compute.temp_directory
-        spill.mkdir(parents=True, exist_ok=True)
-        parquet = export_parquet(published.path, parquet_root(config.publish, home), published_at,
-                                 config.publish.parquet_snapshots_kept,
-                                 {"memory_limit": config.publish.parquet_memory_limit,
-                                  "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
-    except (OSError, duckdb.Error, ForeignTargetError) as error:
-        # the database users query is already in place: a shared folder that is down costs only the Parquet copy
-        notes.append(f"Parquet copy of the published tables not written: {error}")
+    spill = home / config.compute.temp_directory
+    # The Parquet copy reads the published file on a connection of its own, under its own cap: meanwhile the
+    # warehouse connection gives back the blocks it still caches (up to its cap), which would add to the copy's.
+    with memory_capped(con, IDLE_WAREHOUSE_MEMORY_LIMIT, spill):
+        try:
+            spill.mkdir(parents=True, exist_ok=True)
+            parquet = export_parquet(published.path, parquet_root(config.publish, home), published_at,
+                                     config.publish.parquet_snapshots_kept,
+                                     {"memory_limit": config.publish.parquet_memory_limit,
+                                      "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
+        except (OSError, duckdb.Error, ForeignTargetError) as error:
+            # the database users query is already in place: a shared folder that is down costs only the Parquet copy
+            notes.append(f"Parquet copy of the published tables not written: {error}")
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")
