@@ -15,12 +15,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchConfig, Row, run_step
+from bench.common import RESULTS_DIR, BenchConfig, Row, run_step
 from bench.generate import write_skypilot_prices
 from bench.ranking import catalog_rows_for
 from tasks.settings import config_dir
 
 SECTION = "4b. publish at scale"
+# This section's own table, rewritten after every case (a case at 2.4 M offers takes tens of minutes)
+RESULTS_FILE = RESULTS_DIR / "publish-at-scale.md"
 
 
 def extra_offer_counts() -> list[int]:
@@ -83,4 +85,15 @@ def run(cfg: BenchConfig) -> list[Row]:
             f"{result['publish_s']:.1f} s ({result['published_mb']:.0f} MB); Parquet snapshot "
             f"{'written' if result.get('parquet') else 'NOT written'}; floor {low['rows']:,} rows under a "
             f"{floor_memory} DuckDB cap" + "".join(f"; {note}" for note in result.get("notes", []))))
+        write_rows(rows, cfg)
     return rows
+
+
+def write_rows(rows: list[Row], cfg: BenchConfig) -> None:
+    from datetime import UTC, datetime
+
+    from bench.report import markdown, targets
+
+    header = (f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs (`BENCH_ONLY=pubscale`); the cases "
+              "measured so far.")
+    RESULTS_FILE.write_text(markdown(rows, header, targets(rows, cfg)), encoding="utf-8")
