@@ -7,7 +7,10 @@ Sizes come from the environment (defaults = the issue's sizes):
   BENCH_RANK_OFFERS     current offers in the ranking run (default 100000)
   BENCH_RANK_WORKLOADS  workloads in the ranking run (default 10, i.e. 10^6 rows: at 100 workloads = 10^7 rows
                         the ranking SQL needs > 20 GB of RAM, see the README)
-  BENCH_ONLY            comma-separated subset of: prices, telemetry, training, ranking, nightly, fetch, offer, dask
+  BENCH_ONLY            comma-separated subset of: prices, telemetry, training, ranking, pubscale, nightly, fetch,
+                        offer, dask
+  BENCH_PUBSCALE_OFFERS extra offers on the bundled night in the publish-at-scale section (default 1200000,2400000)
+  BENCH_PUBSCALE_FLOOR_MEMORY  DuckDB's cap for that section's floor (default 4GB)
   BENCH_DASK_WORKERS    workers of the parallel ingest runners in section 7: threads, Dask processes (default 2)
   BENCH_FETCH_MB        size of the generated AWS offer file fetched and ingested (default 1024)
   BENCH_OFFER_BYTES     size of the generated AWS offer CSV of section 1b (default 2000000000, i.e. 2 GB)
@@ -23,7 +26,7 @@ import time
 import traceback
 from datetime import UTC, datetime
 
-from bench import dask_ingest, fetch, nightly, prices, ranking, telemetry, training
+from bench import dask_ingest, fetch, nightly, prices, pubscale, ranking, telemetry, training
 from bench.common import RESULTS_DIR, BenchConfig, Row
 from bench.report import markdown, targets
 
@@ -33,6 +36,7 @@ SECTIONS = {
     "telemetry": telemetry.run,
     "training": training.run,
     "ranking": ranking.run,
+    "pubscale": pubscale.run,
     "nightly": nightly.run,
     "fetch": fetch.run,
     "dask": dask_ingest.run,

@@ -10,6 +10,7 @@ benchmark's own GPUCOST_HOME; the offers are a generated SkyPilot catalog ingest
 from __future__ import annotations
 
 import shutil
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -94,26 +95,30 @@ def publish(home: str, config: str) -> dict[str, Any]:
             "notes": outcome.notes}
 
 
-def floor(home: str, config: str, database: str, sql: str = "ranking_floor") -> dict[str, Any]:
-    """Measured step: the floor CTAS (bench/sql/`sql`.sql) over a copy of the same warehouse (copy not timed)."""
+def floor(home: str, config: str, database: str, sql: str = "ranking_floor",
+          memory_limit: str | None = None) -> dict[str, Any]:
+    """Measured step: the floor CTAS (bench/sql/`sql`.sql) over a copy of the same warehouse (copy not timed);
+    `memory_limit`: DuckDB's cap for it (spilling beside the copy), else uncapped."""
     import os
 
     os.environ["GPUCOST_CONFIG_DIR"] = config
     from tasks import config_files
     from tasks.ranking.workloads import load_workloads
-    from tasks.warehouse import connect
+    from tasks.warehouse import connect, memory_capped
 
     shutil.copyfile(Path(home) / "warehouse.duckdb", database)
     con = connect(Path(database))
     con.execute("drop table if exists marts.gpu_cost_ranking_history")  # not needed by the floor: less to copy
     workloads = load_workloads(config_files.workloads(), config_files.ranking())
     con.register("ranking_workloads", workloads)
-    with timed() as t:
+    capped = memory_capped(con, memory_limit, Path(database).with_suffix(".spill")) if memory_limit else nullcontext()
+    with capped, timed() as t:
         con.execute(floor_sql(sql))
         con.execute("checkpoint")
     rows = con.execute("select count(*) from floor_ranking").fetchone()[0]
     con.close()
     Path(database).unlink(missing_ok=True)
+    shutil.rmtree(Path(database).with_suffix(".spill"), ignore_errors=True)
     return {"seconds": t["s"], "rows": rows}
 
 

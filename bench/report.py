@@ -98,6 +98,11 @@ def targets(rows: list[Row], cfg: BenchConfig) -> list[str]:
         met = (r.ratio or 1e9) <= 3 and (r.peak_mb or 1e9) <= 2 * GB and complete
         out.append(f"{_verdict(met)}: ranking + publish of ~{pairs:,} offer x workload pairs within 3x of its CTAS "
                    f"floor with peak at most 2 GiB, Parquet snapshot included ({r.ratio:.1f}x, {r.peak_mb:.0f} MiB)")
+    for r in (r for r in rows if r.section.startswith("4b.") and r.pipeline_s is not None):
+        complete = "Parquet snapshot NOT written" not in r.note
+        out.append(f"{_verdict((r.peak_mb or 1e9) <= 2 * GB and complete)}: publish of {r.case.split(' (', 1)[0]} "
+                   f"with peak memory at most 2 GiB, Parquet snapshot included ({r.peak_mb:.0f} MiB; "
+                   f"{r.ratio:.1f}x its floor)")
     nightly = [r for r in rows if r.case.startswith("nightly, after the first start")]
     for r in nightly:
         out.append(f"{_verdict((r.pipeline_s or 1e9) < 60)}: nightly sample run under 60 s after the first start "

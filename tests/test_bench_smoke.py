@@ -72,7 +72,8 @@ def test_growth_exponent_is_the_log_log_slope() -> None:
 
 
 @pytest.mark.parametrize("module", ["common", "floors", "prices", "telemetry", "training", "ranking", "nightly",
-                                    "fetch", "dask_ingest", "report", "worker", "__main__"])
+                                    "pubscale", "fetch", "dask_ingest", "report", "worker", "compare_published",
+                                    "__main__"])
 def test_bench_modules_import(module: str) -> None:
     importlib.import_module(f"bench.{module}")
 

@@ -1,8 +1,8 @@
--- One night's GPU cost ranking: every workload x current offer x cluster choice (cheapest | fastest), ranked
--- or with the reason it is not.
--- Inputs: temp tables ranking_candidates, ranking_ladder (offer_candidates.sql, cluster_ladder.sql),
--- registered frames ranking_predictions (run_id -> champion prediction) and ranking_interruption_rates
--- (provider -> preemptions per instance-hour). $resale_fraction: config/ranking.toml [commitments].
+-- One night's GPU cost ranking, one batch of workloads x one batch of offers at a time: every workload x current
+-- offer x cluster choice (cheapest | fastest), ranked or with the reason it is not.
+-- Inputs: temp tables ranking_candidates (offer_candidates.sql), ranking_terms (ranking_terms.sql), ranking_rungs
+-- (ranking_rungs.sql), ranking_picked (ranking_picked.sql) and ranking_key_ranks (ranking_key_ranks.sql: the ranks
+-- over every batch of offers of the workloads). $resale_fraction: config/ranking.toml [commitments].
 -- Formulas: the marts.* macros (sql/ddl/070_marts_cost_model.sql).
 -- The rows leave gpu_spec_source null: the night's spec sources are kept once per GPU
 -- (insert_ranking_gpu_specs.sql) and joined where the ranking is published (sql/publish/gpu_cost_ranking_history.sql).
@@ -11,37 +11,20 @@ with candidates as (
     select *, coalesce(zone, '') as zone_key from ranking_candidates
 ),
 
-rates as (
-    select provider, interruption_rate_per_hour from ranking_interruption_rates
-),
-
-workloads as (
-    select workload, token_budget, deadline_hours from ranking_workloads
-),
-
--- Per shape (cluster_ladder.sql): each rung's prediction and hours, the same for every offer of the shape.
-rungs as (
-    select
-        ladder.shape_id,
-        ladder.instances,
-        ladder.gpus,
-        predictions.predicted_tokens_per_sec_per_gpu,
-        predictions.predicted_low,
-        predictions.predicted_high,
-        predictions.extrapolation,
-        predictions.model_version,
-        coalesce(predictions.predicted_tokens_per_sec_per_gpu, 0) > 0 as has_prediction,
-        marts.hours_to_finish(workloads.token_budget, predictions.predicted_tokens_per_sec_per_gpu, ladder.gpus)
-            as hours_to_finish,
-        workloads.deadline_hours
-    from ranking_ladder as ladder
-    inner join workloads using (workload)
-    left join ranking_predictions as predictions using (run_id)
+terms as (
+    select * from ranking_terms
 ),
 
 judged as (
-    select *, has_prediction and (deadline_hours is null or hours_to_finish <= deadline_hours) as feasible
-    from rungs
+    select * from ranking_rungs
+),
+
+picked as (
+    select * from ranking_picked
+),
+
+key_ranks as (
+    select * from ranking_key_ranks
 ),
 
 spot_history as (
@@ -69,139 +52,9 @@ telemetry as (
     select gpu, count(*) as telemetry_runs_for_gpu from core.telemetry_runs group by gpu
 ),
 
--- Measured board power per GPU (marts.power_fraction_of_tdp): the median over the GPU's runs with avg_power_w.
-measured_power as (
-    select
-        runs.gpu,
-        median(marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w)) as measured_fraction_of_tdp,
-        count(*) as power_runs
-    from core.telemetry_runs as runs
-    inner join core.gpu_specs as specs on runs.gpu = specs.gpu
-    where marts.power_fraction_of_tdp(runs.avg_power_w, specs.tdp_w) is not null
-    group by runs.gpu
-),
-
--- Per offer, narrow: what its cost depends on besides the cluster size (preemption, power, who pays for it).
-terms as (
-    select
-        candidates.candidate_id,
-        candidates.shape_id,
-        candidates.workload,
-        candidates.pre_reason,
-        candidates.token_budget,
-        candidates.usd_per_hour,
-        candidates.tdp_w,
-        candidates.term_hours,
-        candidates.checkpoints_kept,
-        candidates.checkpoint_gb,
-        candidates.storage_usd_per_gb_month,
-        marts.interruption_rate_per_hour(
-            candidates.pricing, rates.interruption_rate_per_hour, $default_interruption_rate
-        ) as interruption_rate_per_hour,
-        marts.lost_hours_per_interruption($checkpoint_interval_minutes, $restart_minutes)
-            as lost_hours_per_interruption,
-        marts.utilisation_of_tdp(measured_power.measured_fraction_of_tdp, $utilisation_of_tdp::double)
-            as utilisation_of_tdp,
-        case when measured_power.measured_fraction_of_tdp is not null
-                then format(
-                        'measured: median avg_power_w / tdp_w of {} telemetry run(s) on this GPU',
-                        measured_power.power_runs
-                    )
-            else 'default: config/ranking.toml [energy] utilisation_of_tdp'
-        end as utilisation_of_tdp_source,
-        marts.pue(
-            marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh), candidates.offer_pue,
-            $owned_pue, $cloud_pue
-        ) as pue,
-        marts.billed_usd_per_kwh(
-            marts.is_owned(candidates.provider, candidates.electricity_usd_per_kwh),
-            candidates.electricity_usd_per_kwh
-        ) as billed_usd_per_kwh,
-        $resale_fraction::double as resale_fraction
-    from ranking_candidates as candidates
-    left join rates on candidates.provider = rates.provider
-    left join measured_power on candidates.gpu = measured_power.gpu
-),
-
--- Every rung of every rankable offer, on a narrow projection: its expected hours and total (the same macros as
--- the published row), to pick the offer's two cluster sizes.
-evaluated as (
-    select
-        terms.candidate_id,
-        terms.workload,
-        judged.instances,
-        judged.has_prediction,
-        judged.feasible,
-        judged.hours_to_finish,
-        marts.expected_hours(
-            judged.hours_to_finish, judged.instances, terms.interruption_rate_per_hour,
-            terms.lost_hours_per_interruption
-        ) as expected_hours,
-        marts.expected_total_usd(
-            terms.token_budget, judged.predicted_tokens_per_sec_per_gpu, judged.gpus,
-            judged.instances, terms.usd_per_hour, terms.interruption_rate_per_hour,
-            terms.lost_hours_per_interruption, terms.tdp_w, terms.utilisation_of_tdp, terms.pue,
-            terms.billed_usd_per_kwh, terms.term_hours, terms.resale_fraction, terms.checkpoints_kept,
-            terms.checkpoint_gb, terms.storage_usd_per_gb_month
-        ) as expected_total_usd
-    from terms
-    inner join judged using (shape_id)
-    where terms.pre_reason is null
-),
-
--- cheapest: the lowest expected total among the rungs that meet the deadline (else the fastest rung, kept with
--- the reason); fastest: the lowest expected hours within max_gpus. Compared to the cent and to the second (sizes
--- equal to rounding are ties); ties go to the cheaper, then to the fewer instances.
-picked as (
-    select
-        candidate_id,
-        arg_min(instances, {
-            infeasible: not feasible,
-            key: coalesce(
-                case when feasible then round(expected_total_usd, 2) else round(hours_to_finish * 3600) end,
-                'infinity'::double
-            ),
-            instances: instances
-        }) as cheapest_instances,
-        arg_min(instances, {
-            seconds: coalesce(round(expected_hours * 3600), 'infinity'::double),
-            usd: coalesce(round(expected_total_usd, 2), 'infinity'::double),
-            instances: instances
-        }) as fastest_instances
-    from evaluated
-    group by candidate_id
-),
-
 choices as (
     -- AL05 waived below: the alias names the values' column, which the select reads through *
     select * from (values ('cheapest'), ('fastest')) as choice (cluster_choice)  -- noqa: AL05
-),
-
--- Ranks over the ranked choices only, on a narrow projection (a window sorts every column it carries): by cost
--- among the offers' cheapest choices, by time among their fastest. A choice is ranked when its rung has a
--- prediction and meets the deadline (rows with a pre_reason have no rungs).
-ranks as (
-    select
-        evaluated.candidate_id,
-        choices.cluster_choice,
-        case when choices.cluster_choice = 'cheapest' then rank() over (
-                    partition by evaluated.workload, choices.cluster_choice
-                    order by evaluated.expected_total_usd, evaluated.expected_hours
-                )
-        end as rank_by_cost,
-        case when choices.cluster_choice = 'fastest' then rank() over (
-                    partition by evaluated.workload, choices.cluster_choice
-                    order by evaluated.expected_hours, evaluated.expected_total_usd
-                )
-        end as rank_by_time
-    from picked
-    cross join choices
-    inner join evaluated
-        on picked.candidate_id = evaluated.candidate_id
-            and evaluated.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
-                else picked.fastest_instances
-            end
-    where evaluated.has_prediction and evaluated.feasible
 ),
 
 joined as (
@@ -229,16 +82,20 @@ joined as (
         spot_spread.spot_usd_per_hour_median,
         spot_spread.spot_usd_per_hour_p95,
         spot_spread.spot_history_observations,
-        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu
+        coalesce(telemetry.telemetry_runs_for_gpu, 0) as telemetry_runs_for_gpu,
+        key_ranks.rank_by_cost,
+        key_ranks.rank_by_time
     from candidates
     inner join terms using (candidate_id)
     cross join choices
-    left join picked using (candidate_id)
-    left join judged
-        on candidates.shape_id = judged.shape_id
-            and judged.instances = case choices.cluster_choice when 'cheapest' then picked.cheapest_instances
-                else picked.fastest_instances
-            end
+    left join picked using (candidate_id, cluster_choice)
+    left join judged on candidates.shape_id = judged.shape_id and picked.instances = judged.instances
+    -- a ranked choice's ranks (ranking_key_ranks.sql), by the expected total and hours it was ranked by
+    left join key_ranks
+        on picked.ranked and picked.workload = key_ranks.workload
+            and picked.cluster_choice = key_ranks.cluster_choice
+            and picked.expected_total_usd is not distinct from key_ranks.expected_total_usd
+            and picked.expected_hours is not distinct from key_ranks.expected_hours
     left join spot_spread
         on candidates.pricing = 'spot'
             and candidates.provider = spot_spread.provider and candidates.region = spot_spread.region
@@ -347,15 +204,12 @@ noted as (
 
 final as (
     select
-        noted.*,
+        *,
         $publish_date::date as publish_date,
         $published_at::timestamptz as published_at,
         min_gpus_for_memory is not null and min_instances * gpus_per_instance <= max_gpus as fits_in_memory,
-        marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb,
-        ranks.rank_by_cost,
-        ranks.rank_by_time
+        marts.memory_per_gpu_gb(state_bytes, act_bytes, gpus) as memory_per_gpu_gb
     from noted
-    left join ranks using (candidate_id, cluster_choice)
 )
 
 -- Not sorted: ordering 10^6 wide rows per batch costs more than ranking them (it spills under the memory cap);

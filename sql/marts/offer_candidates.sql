@@ -1,7 +1,7 @@
--- Every current offer x every workload, with its memory fit and the first reason (if any) it cannot be
--- ranked before throughput is predicted. `ranking_workloads` is registered by tasks/ranking/rank.py
--- (config/workloads.toml with the byte sizes of config/ranking.toml resolved; one batch of workloads at a
--- time). $gpu_specs_file: the specs file config/settings.toml [reference] names. $publish_date and
+-- Every current offer of one batch ($offer_batch, ranking_offers.sql) x every workload, with its memory fit and
+-- the first reason (if any) it cannot be ranked before throughput is predicted. `ranking_workloads` is registered
+-- by tasks/ranking/rank.py (config/workloads.toml with the byte sizes of config/ranking.toml resolved; one batch of
+-- workloads at a time). $gpu_specs_file: the specs file config/settings.toml [reference] names. $publish_date and
 -- $max_price_age_days (config/ranking.toml [prices]) mark stale offers. `ranking_storage_prices`
 -- (config/ranking.toml [checkpoints]: provider, the price-list storage type to use, the configured USD per
 -- GB-month) and $default_storage_usd_per_gb_month price checkpoint storage where the price lists do not.
@@ -12,7 +12,7 @@
 -- Formulas: 070 macros.
 create or replace temp table ranking_candidates as
 with offers as (
-    select * from core.prices_current
+    select * exclude (offer_batch) from ranking_offers where offer_batch = $offer_batch::ubigint
 ),
 
 specs as (
@@ -31,7 +31,7 @@ on_demand as (
         region,
         instance_type,
         coalesce(min(usd_per_hour) filter (where zone is null), min(usd_per_hour)) as on_demand_usd_per_hour
-    from core.prices_current
+    from ranking_offers  -- every batch's: an offer's on-demand twin may be in another batch
     where pricing = 'on_demand'
     group by provider, region, instance_type
 ),

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from tasks.publishing.artifacts import summary_markdown, top_offers, write_chart
+from tasks.publishing.artifacts import CLOUD_LOG10_RESOLUTION, summary_markdown, top_offers, write_chart
 from tasks.publishing.database import PublishedFile, build_published
 from tasks.publishing.model_versions import read_model_versions
 from tasks.publishing.ownership import (
@@ -29,6 +29,9 @@ from tasks.ranking.rank import RankingResult, ThroughputModel, rank_offers
 from tasks.reference import ReferenceFiles, load_reference_tables, reference_paths
 from tasks.settings import Resources
 from tasks.warehouse import memory_capped, query, row_order_free
+
+# DuckDB's cap on the warehouse connection while it waits for the Parquet copy (it runs no query meanwhile).
+IDLE_WAREHOUSE_MEMORY_LIMIT = "64MB"
 
 
 @dataclass
@@ -90,18 +93,22 @@ def publish_night(
         with row_order_free(con):
             published = build_published(con, target, versions, config.spot.history_window_days, home)
         top = top_offers(con, publish_date, config.publish.top_offers_per_workload)
-        points = query(con, "marts/ranked_points", {"publish_date": publish_date}).pl()
+        points = query(con, "marts/ranked_points",
+                       {"publish_date": publish_date, "cell_log10": CLOUD_LOG10_RESOLUTION}).pl()
     parquet = None
-    try:
-        spill = home / config.compute.temp_directory
-        spill.mkdir(parents=True, exist_ok=True)
-        parquet = export_parquet(published.path, parquet_root(config.publish, home), published_at,
-                                 config.publish.parquet_snapshots_kept,
-                                 {"memory_limit": config.publish.parquet_memory_limit,
-                                  "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
-    except (OSError, duckdb.Error, ForeignTargetError) as error:
-        # the database users query is already in place: a shared folder that is down costs only the Parquet copy
-        notes.append(f"Parquet copy of the published tables not written: {error}")
+    spill = home / config.compute.temp_directory
+    # The Parquet copy reads the published file on a connection of its own, under its own cap: meanwhile the
+    # warehouse connection gives back the blocks it still caches (up to its cap), which would add to the copy's.
+    with memory_capped(con, IDLE_WAREHOUSE_MEMORY_LIMIT, spill):
+        try:
+            spill.mkdir(parents=True, exist_ok=True)
+            parquet = export_parquet(published.path, parquet_root(config.publish, home), published_at,
+                                     config.publish.parquet_snapshots_kept,
+                                     {"memory_limit": config.publish.parquet_memory_limit,
+                                      "threads": config.publish.parquet_threads, "temp_directory": str(spill)})
+        except (OSError, duckdb.Error, ForeignTargetError) as error:
+            # the database users query is already in place: a shared folder that is down costs only the Parquet copy
+            notes.append(f"Parquet copy of the published tables not written: {error}")
     chart = write_chart(points, chart_path(target), f"USD per million tokens vs hours to finish, {publish_date}")
     if chart is None:
         notes.append("no ranked offers tonight, so no chart")

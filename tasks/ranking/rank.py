@@ -3,6 +3,7 @@ cost (sql/marts/*.sql, formulas in sql/ddl/070_marts_cost_model.sql) -> marts.gp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Protocol
@@ -107,10 +108,16 @@ def owned_carbon(config: Ranking) -> pl.DataFrame:
 
 def workload_batches(workloads: pl.DataFrame, offers: int, rows_per_batch: int) -> list[pl.DataFrame]:
     """Workloads in name order, in batches of about `rows_per_batch` workload x offer rows (at least one
-    workload each): every step's intermediate tables then hold one batch, whatever the number of offers."""
+    workload each): every step's intermediate tables then hold one batch, whatever the number of workloads."""
     ordered = workloads.sort("workload")
     per_batch = max(1, rows_per_batch // max(offers, 1))
     return [ordered.slice(i, per_batch) for i in range(0, ordered.height, per_batch)] or [ordered]
+
+
+def offer_batches(offers: int, rows_per_batch: int) -> int:
+    """How many batches the offers are ranked in (sql/marts/ranking_offers.sql), so that one workload x one batch
+    of offers is about `rows_per_batch` rows however many offers there are: 1 up to `rows_per_batch` offers."""
+    return max(1, -(-offers // max(rows_per_batch, 1)))
 
 
 def rank_offers(
@@ -134,15 +141,18 @@ def rank_offers(
     if champion is None:
         result.messages.append(NO_CHAMPION_REASON + "; prices and specs are still published.")
     spot, energy = config.spot, config.energy
-    params = {
+    params = {  # sql/marts/insert_ranking.sql
         "publish_date": publish_date,
         "published_at": published_at,
         "model_version": champion.version if champion else None,
         "no_model_reason": None if champion else NO_CHAMPION_REASON,
+        "history_window_days": spot.history_window_days,
+        "resale_fraction": config.commitments.resale_fraction,
+    }
+    terms_params = {  # sql/marts/ranking_terms.sql
         "default_interruption_rate": spot.interruption_rate_per_hour["default"],
         "checkpoint_interval_minutes": spot.checkpoint_interval_minutes,
         "restart_minutes": spot.restart_minutes,
-        "history_window_days": spot.history_window_days,
         "utilisation_of_tdp": energy.utilisation_of_tdp,
         "cloud_pue": energy.cloud_pue,
         "owned_pue": energy.owned_pue,
@@ -161,6 +171,7 @@ def rank_offers(
                             "rank; nothing was published and the previous night stays served (run `gpucost ingest "
                             "prices` first)")
     batches = workload_batches(workloads, offers, config.compute.rows_per_batch)
+    parts = offer_batches(offers, config.compute.rows_per_batch) if len(batches) == workloads.height else 1
     with (
         registered(con, "ranking_interruption_rates", interruption_rates(config)),
         registered(con, "ranking_storage_prices", storage_prices(config)),
@@ -171,17 +182,12 @@ def rank_offers(
         execute(con, "marts/delete_ranking_night", {"publish_date": publish_date})
         execute(con, "marts/delete_ranking_gpu_specs", {"publish_date": publish_date})
         execute(con, "marts/insert_ranking_gpu_specs", {"publish_date": publish_date})
+        execute(con, "marts/ranking_offers", {"offer_batches": parts})
         for batch in batches:
             with registered(con, "ranking_workloads", batch):
-                execute(con, "marts/offer_candidates", candidate_params)
-                execute(con, "marts/cluster_ladder")
-                runs = query(con, "marts/prediction_runs").pl()
-                predictions = predict_runs(runs, champion)
-                result.predictions += predictions.height
-                with registered(con, "ranking_predictions", predictions):
-                    execute(con, "marts/insert_ranking", params)
-        con.execute("drop table if exists ranking_candidates")
-        con.execute("drop table if exists ranking_ladder")
+                _rank_workloads(con, champion, parts, {"offers": candidate_params, "terms": terms_params,
+                                                        "rows": params}, result)
+        execute(con, "marts/drop_ranking_tables")
     night = query(con, "marts/ranking_night_summary", {"publish_date": publish_date}).fetchall()
     for reason, count in night:
         result.rows += count
@@ -194,3 +200,41 @@ def rank_offers(
         result.warnings.append(f"WARNING: workload {workload} had {before} ranked offers on {night} and has none "
                                "tonight (see not_ranked_reason in gpu_cost_ranking)")
     return result
+
+
+def _rank_workloads(con: duckdb.DuckDBPyConnection, champion: ThroughputModel | None, parts: int,
+                    params: Mapping[str, Mapping[str, object]], result: RankingResult) -> None:
+    """Rank the registered batch of workloads (`ranking_workloads`) over every offer, `parts` batches of offers at a
+    time: first every batch's rank keys (what each ranked choice is ranked by), then the ranks, then every batch's
+    rows with their ranks. `params`: the bound parameters of offer_candidates ("offers"), ranking_terms ("terms") and
+    insert_ranking ("rows"). A batch's tables are rebuilt for the second pass, except the last one built (the passes
+    run in opposite orders), so one batch of offers is built once."""
+    predicted = pl.DataFrame(schema=PREDICTION_SCHEMA)  # per run_id, predicted once for the workloads
+    built: int | None = None
+
+    def build(part: int) -> None:
+        nonlocal predicted, built
+        if built == part:
+            return
+        execute(con, "marts/offer_candidates", {**params["offers"], "offer_batch": part})
+        execute(con, "marts/cluster_ladder")
+        runs = query(con, "marts/prediction_runs").pl()
+        new = runs.join(predicted.select("run_id"), on="run_id", how="anti")
+        if not new.is_empty():
+            fresh = predict_runs(new, champion)
+            result.predictions += fresh.height
+            predicted = pl.concat([predicted, fresh])
+        with registered(con, "ranking_predictions", predicted):
+            execute(con, "marts/ranking_rungs")
+        execute(con, "marts/ranking_terms", params["terms"])
+        execute(con, "marts/ranking_picked")
+        built = part
+
+    execute(con, "marts/create_ranking_keys")
+    for part in range(parts):
+        build(part)
+        execute(con, "marts/insert_ranking_keys")
+    execute(con, "marts/ranking_key_ranks")
+    for part in reversed(range(parts)):
+        build(part)
+        execute(con, "marts/insert_ranking", params["rows"])

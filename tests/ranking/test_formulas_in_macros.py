@@ -1,5 +1,6 @@
 """The README says every formula of the cost model lives in sql/ddl/070_marts_cost_model.sql: the ranking
-SQL (sql/marts/insert_ranking.sql) only calls those macros. Checked on DuckDB's own parse of the SQL."""
+SQL (sql/marts/insert_ranking.sql and the per-batch tables it reads: ranking_terms, ranking_rungs, ranking_picked)
+only calls those macros. Checked on DuckDB's own parse of the SQL."""
 
 from __future__ import annotations
 
@@ -48,24 +49,35 @@ def _inline_arithmetic(node: Any) -> list[str]:
     return own + [op for value in node.values() for op in _inline_arithmetic(value)]
 
 
-def inline_cost_terms(sql: str) -> dict[str, list[str]]:
-    body = sql[sql.index("with candidates as"):]  # the SELECT of the INSERT (json_serialize_sql parses SELECTs)
-    with duckdb.connect() as con:
-        tree = json.loads(con.sql("select json_serialize_sql($s)", params={"s": body}).fetchall()[0][0])
-    assert not tree["error"], tree
-    terms = {item["alias"]: _inline_arithmetic(item) for item in _select_items(tree["statements"])}
+# The ranking's SQL: the insert of the rows and the per-batch tables holding the terms it shares with the choice of
+# cluster size (tasks/ranking/rank.py).
+RANKING_SQL = ("insert_ranking", "ranking_terms", "ranking_rungs", "ranking_picked")
+
+
+def ranking_sql(replace: dict[str, str] | None = None) -> dict[str, str]:
+    texts = {name: (SQL_DIR / "marts" / f"{name}.sql").read_text(encoding="utf-8") for name in RANKING_SQL}
+    return {name: text.replace(*next(iter(replace.items()))) if replace else text for name, text in texts.items()}
+
+
+def inline_cost_terms(sqls: dict[str, str]) -> dict[str, list[str]]:
+    terms: dict[str, list[str]] = {}
+    for sql in sqls.values():
+        body = sql[sql.index("\nwith ") + 1:]  # the SELECT of the INSERT / CREATE (json_serialize_sql parses SELECTs)
+        with duckdb.connect() as con:
+            tree = json.loads(con.sql("select json_serialize_sql($s)", params={"s": body}).fetchall()[0][0])
+        assert not tree["error"], tree
+        for item in _select_items(tree["statements"]):
+            terms.setdefault(item["alias"], []).extend(_inline_arithmetic(item))
     assert set(terms) >= COST_TERMS, COST_TERMS - set(terms)  # every term is found where it is defined
     return {name: ops for name, ops in terms.items() if name in COST_TERMS and ops}
 
 
 def test_the_ranking_computes_every_cost_term_with_the_070_macros() -> None:
-    assert inline_cost_terms((SQL_DIR / "marts" / "insert_ranking.sql").read_text(encoding="utf-8")) == {}
+    assert inline_cost_terms(ranking_sql()) == {}
 
 
 def test_an_inline_formula_is_caught() -> None:
-    sql = (SQL_DIR / "marts" / "insert_ranking.sql").read_text(encoding="utf-8")
-    inlined = sql.replace(
-        "marts.expected_interruptions(instances, interruption_rate_per_hour, hours_to_finish)",
-        "instances * interruption_rate_per_hour * hours_to_finish")
-    assert inlined != sql
+    inlined = ranking_sql({"marts.expected_interruptions(instances, interruption_rate_per_hour, hours_to_finish)":
+                           "instances * interruption_rate_per_hour * hours_to_finish"})
+    assert inlined != ranking_sql()
     assert inline_cost_terms(inlined) == {"expected_interruptions": ["*", "*"]}
