@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field, field_validator
 
 from tasks import config
-from tasks.config import Count, Fraction, NonNegative, Positive, Strict
+from tasks.config import Count, Fraction, MemoryLimit, NonNegative, Positive, Strict
 from tasks.prices.config import MAX_PUE
 from tasks.reference import MAX_GRID_GCO2E_PER_KWH
 
@@ -80,14 +80,13 @@ class Publish(Strict):
     top_offers_per_workload: Count = 5
     parquet_dir: str = "published-parquet"
     parquet_snapshots_kept: Count = 7
-    parquet_memory_limit: Annotated[str, Field(pattern=r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$")] = \
-        "512MB"
+    parquet_memory_limit: MemoryLimit = "512MB"
     parquet_threads: Count = 1
 
 
 class RankingCompute(Strict):
     rows_per_batch: Count = 500_000
-    memory_limit: str = "1500MB"
+    memory_limit: MemoryLimit = "1GB"  # config/ranking.toml's: with the process's own ~420 MiB, within 2 GiB
     temp_directory: str = "duckdb_tmp"
 
 

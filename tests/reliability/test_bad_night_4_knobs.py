@@ -178,6 +178,24 @@ def test_a_bad_settings_value_is_refused_at_the_config_check(tmp_path: Path, cas
     assert not (tmp_path / "home" / "warehouse.duckdb").exists()
 
 
+BAD_RANKING = {
+    "ranking memory_limit negative (no cap)": ('memory_limit = "1GB"', 'memory_limit = "-1GB"',
+                                               "config/ranking.toml: compute.memory_limit: must be a size above 0 "
+                                               "such as 600MB or 4GiB (got '-1GB')"),
+    "parquet memory_limit zero": ('parquet_memory_limit = "512MB"', 'parquet_memory_limit = "0MB"',
+                                  "config/ranking.toml: publish.parquet_memory_limit: must be a size above 0 "
+                                  "such as 600MB or 4GiB (got '0MB')"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_RANKING))
+def test_a_bad_ranking_memory_cap_is_refused_at_the_config_check(tmp_path: Path, case: str) -> None:
+    old, new, message = BAD_RANKING[case]
+    edit(config_copy(tmp_path) / "ranking.toml", old, new)
+    one_line(gpucost_in(tmp_path, "publish"), 2, message)
+    assert not (tmp_path / "home" / "warehouse.duckdb").exists()
+
+
 def test_a_non_utf8_byte_in_a_config_file_is_one_line_naming_it(tmp_path: Path) -> None:
     models = config_copy(tmp_path) / "models.toml"
     data = models.read_bytes()
