@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -59,6 +60,7 @@ from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free,
 if TYPE_CHECKING:
     import click
 
+    from tasks.model.report import TrainingOutcome  # start-up time: it loads matplotlib and the model code
     from tasks.telemetry.mlflow_source import MlflowSource  # start-up time: it loads MLflow
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
@@ -66,6 +68,7 @@ ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or train
 app.add_typer(ingest_app, name="ingest")
 
 err = Console(stderr=True)
+T = TypeVar("T")
 
 @app.callback()
 def _before_command(ctx: typer.Context) -> None:
@@ -154,14 +157,7 @@ def ingest_prices_cmd(
     check_warehouse_not_busy(state.warehouse)
     from flows.ingest_prices import ingest_prices  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("ingest", state)
-            outcomes = ingest_prices(sources)
-    except WarehouseBusyError as error:  # taken between the check and the flow
-        fail(str(error), Exit.BUSY)
+    outcomes = run_flow(state, lambda: ingest_prices(sources), preflight_for="ingest")
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
     print_totals(outcomes)
@@ -191,13 +187,8 @@ def ingest_telemetry_cmd(
     check_warehouse_not_busy(state.warehouse)
     from flows.ingest_telemetry import ingest_telemetry  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("ingest", state)
-            outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
+    files = None if mlflow else [Path(p) for p in paths or []]
+    outcomes = run_flow(state, lambda: ingest_telemetry(files, sources, rescan), preflight_for="ingest")
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         errors = "; ".join(sorted({o.error or "" for o in outcomes}))
         fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
@@ -236,21 +227,16 @@ def run() -> None:
 
     state = resources()
     try:
-        with guarded(fail, state.home):
-            # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a
-            # damaged store, a full disk or a bad workloads file is reported in one line, at once.
-            with run_lock(state.run_lock):
-                preflight("run", state)
-                check_warehouse_free(state.warehouse)
-            from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
+        # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a damaged
+        # store, a full disk or a bad workloads file is reported in one line, at once.
+        with guarded(fail, state.home), run_lock(state.run_lock):
+            preflight("run", state)
+            check_warehouse_free(state.warehouse)
+        from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
 
-            flow_output()
-            with _tracebacks_dropped(state):
-                steps = nightly()
-    except RunLockedError as error:
+        steps = run_flow(state, nightly)
+    except RunLockedError as error:  # another run took the lock between the check and the night
         fail(str(error), Exit.LOCKED)
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
     _print_night(steps, state.published)
 
 
@@ -291,7 +277,7 @@ def train() -> None:
     uri = state.tracking_uri
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
-    def store_failed(error: BaseException) -> None:
+    def store_failed(error: BaseException) -> NoReturn:
         full = disk_full_file(error)
         if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
             fail(disk_full_message(full or str(sqlite_path(uri) or uri), state.home, min_free_mb()), Exit.DISK_FULL)
@@ -306,14 +292,15 @@ def train() -> None:
         store_failed(error)
     from flows.train import train as train_flow  # start-up time: Prefect loads only for the flow
 
-    flow_output()
+    def trained() -> TrainingOutcome:
+        try:
+            return train_flow()
+        except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
+            store_failed(error)
+
     try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            try:
-                outcome = train_flow()
-            except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
-                store_failed(error)
-    except (training.NotEnoughTelemetryError, WarehouseBusyError) as error:
+        outcome = run_flow(state, trained)
+    except training.NotEnoughTelemetryError as error:
         fail(str(error))
     print_wrapped(outcome.summary_line())
 
@@ -390,6 +377,17 @@ class _tracebacks_dropped:
                  f"{self.prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
 
 
+def run_flow(state: Resources, flow: Callable[[], T], preflight_for: str | None = None) -> T:
+    """Every flow command's run, once its flow module is imported: the CLI's output, then the pre-flight of
+    `preflight_for` (when the command has not run it already) and the flow, each failure said in one line with its
+    exit code (a warehouse taken between the command's check and the flow: exit 4, by `guarded`)."""
+    flow_output()
+    with guarded(fail, state.home), _tracebacks_dropped(state):
+        if preflight_for is not None:
+            preflight(preflight_for, state)
+        return flow()
+
+
 @app.command()
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
@@ -397,13 +395,7 @@ def publish() -> None:
     check_warehouse_not_busy(state.warehouse)
     from flows.publish import publish as publish_flow  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("publish", state)
-            outcome = publish_flow()
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
+    outcome = run_flow(state, publish_flow, preflight_for="publish")
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 
