@@ -18,6 +18,7 @@ from rich.markup import escape
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.console import configure_cli_output, quiet_prefect_environment
 from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised, said_in_one_line
+from gpucost.preflight import disk_full_message, duckdb_problem, environment_problem
 from gpucost.present import (
     narrow_console,
     out,
@@ -30,23 +31,8 @@ from gpucost.present import (
 )
 from gpucost.serve import ServeError
 from gpucost.serve import serve as serve_all
-from tasks import config_files
-from tasks.config import memory_limit_problem
-from tasks.config_files import check_all
-from tasks.display import printable
-from tasks.extras import MissingExtraError, check_command, require
-from tasks.fetch.config import check_providers, load_fetch_config
-from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted, irregular_file
-from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
-from tasks.processes import RunLockedError, install_worker_handlers, run_lock
-from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
-from tasks.ranking.workloads import WorkloadConfigError, load_workloads
-from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
-from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
-from tasks.sql_bounds import (
+from gpucost.sql_bounds import (
     INTERRUPTED_MESSAGE,
-    MAX_ROWS,
-    MAX_TIMEOUT_SECONDS,
     QueryTimeout,
     ResultTooLarge,
     SqlBounds,
@@ -54,6 +40,18 @@ from tasks.sql_bounds import (
     is_interrupt,
     write_csv,
 )
+from tasks import config_files
+from tasks.config import memory_limit_problem
+from tasks.config_files import MAX_ROWS, MAX_TIMEOUT_SECONDS, check_all
+from tasks.display import printable
+from tasks.extras import MissingExtraError, check_command, require
+from tasks.fetch.config import check_providers, load_fetch_config
+from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted, irregular_file
+from tasks.processes import RunLockedError, install_worker_handlers, run_lock
+from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
+from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
+from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.stores import disk_full_file, sqlite_path
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free, connect
 
