@@ -18,14 +18,12 @@ import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
 
 from bench.common import Configured
 from tasks import config_files
-from tasks.config_files import load_config
 from tasks.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Models
@@ -68,27 +66,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidates", help="comma-separated candidate names (default: all configured)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
-    config = load_config("models")
+    config = config_files.models()
     started = time.perf_counter()
     data = prepare_training_data(bundled_features())
-    target = TargetSpec.from_config(config["target"])
-    folds = cv_folds(data, config["cv"]["groupings"], int(config["cv"]["max_folds"]))
+    target = TargetSpec.from_config(config.target)
+    folds = cv_folds(data, config.cv.groupings, config.cv.max_folds)
     registered = registered_champion_spec()
     specs = _specs_to_evaluate(config, args.candidates, registered)
     evaluations = []
     for spec in specs:
         t0 = time.perf_counter()
-        evaluations.append((evaluate_candidate(spec, data, folds, target, Models.model_validate(config),
+        evaluations.append((evaluate_candidate(spec, data, folds, target, config,
                                                with_importance=False),
                             time.perf_counter() - t0))
     baseline = next(e for e, _ in evaluations if e.spec.kind == BASELINE_KIND)
     winner, losses = select_best([(e.spec.name, e.cv, e.score) for e, _ in evaluations], baseline.spec.name,
-                                 config["selection"]["metric"])
+                                 config.selection.metric)
     champion_spec = registered[1] if registered else next(e.spec for e, _ in evaluations if e.spec.name == winner)
     champion_label = (f"registered champion {registered[0]}" if registered
                       else "best configured candidate no worse than the baseline on any grouping")
     groupings = list(folds)
-    level = float(config["intervals"]["level"])
+    level = config.intervals.level
 
     print(f"# Token-efficiency accuracy on the bundled telemetry ({data.rows} runs, "
           f"{', '.join(f'{len(f)} {g} folds' for g, f in folds.items())})\n")
@@ -138,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _specs_to_evaluate(
-    config: dict[str, Any], candidates: str | None, registered: tuple[str, CandidateSpec] | None,
+    config: Models, candidates: str | None, registered: tuple[str, CandidateSpec] | None,
 ) -> list[CandidateSpec]:
     """The configured candidates (only those named in --candidates, and always the baseline), and the registered
     champion's spec when it is none of them."""

@@ -35,22 +35,22 @@ def training_features(rows: int) -> Any:
 def fit_candidate(rows: int, home: str, name: str) -> dict[str, Any]:
     """Measured step: fit one candidate once on all rows (feature building not timed)."""
     fresh_home(Path(home))
-    from tasks.config_files import load_config
+    from tasks import config_files
     from tasks.model.candidates import build_pipeline, candidate_specs
     from tasks.model.evaluation import prepare_training_data
 
     data = prepare_training_data(training_features(rows))
-    spec = next(s for s in candidate_specs(load_config("models")) if s.name == name)
+    spec = next(s for s in candidate_specs(config_files.models()) if s.name == name)
     with timed() as t:
         build_pipeline(spec).fit(data.frame, data.log_mfu)
     return {"seconds": t["s"], "training_rows": data.rows}
 
 
 def candidate_names() -> list[str]:
-    from tasks.config_files import load_config
+    from tasks import config_files
     from tasks.model.candidates import candidate_specs
 
-    return [s.name for s in candidate_specs(load_config("models"))]
+    return [s.name for s in candidate_specs(config_files.models())]
 
 
 def train_whole(rows: int, home: str) -> dict[str, Any]:

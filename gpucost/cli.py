@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar, cast
 
 import typer
 from rich.console import Console
@@ -17,6 +18,7 @@ from rich.markup import escape
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
 from gpucost.console import configure_cli_output, quiet_prefect_environment
 from gpucost.guard import guarded, is_worker, min_free_mb, preflight, run_supervised, said_in_one_line
+from gpucost.preflight import disk_full_message, duckdb_problem, environment_problem
 from gpucost.present import (
     narrow_console,
     out,
@@ -29,23 +31,8 @@ from gpucost.present import (
 )
 from gpucost.serve import ServeError
 from gpucost.serve import serve as serve_all
-from tasks import config_files
-from tasks.config import memory_limit_problem
-from tasks.config_files import check_all
-from tasks.display import printable
-from tasks.extras import MissingExtraError, check_command, require
-from tasks.fetch.config import check_providers, load_fetch_config
-from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted, irregular_file
-from tasks.preflight import disk_full_message, duckdb_problem, environment_problem
-from tasks.processes import RunLockedError, install_worker_handlers, run_lock
-from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
-from tasks.ranking.workloads import WorkloadConfigError, load_workloads
-from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
-from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
-from tasks.sql_bounds import (
+from gpucost.sql_bounds import (
     INTERRUPTED_MESSAGE,
-    MAX_ROWS,
-    MAX_TIMEOUT_SECONDS,
     QueryTimeout,
     ResultTooLarge,
     SqlBounds,
@@ -53,12 +40,25 @@ from tasks.sql_bounds import (
     is_interrupt,
     write_csv,
 )
+from tasks import config_files
+from tasks.config import memory_limit_problem
+from tasks.config_files import MAX_ROWS, MAX_TIMEOUT_SECONDS, check_all
+from tasks.display import printable
+from tasks.extras import MissingExtraError, check_command, require
+from tasks.fetch.config import check_providers, load_fetch_config
+from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted, irregular_file
+from tasks.processes import RunLockedError, install_worker_handlers, run_lock
+from tasks.ranking.offers import OfferFilter, find_offers, open_published, published_workloads
+from tasks.ranking.workloads import WorkloadConfigError, load_workloads
+from tasks.settings import ConfigError, Environment, Resources, configure_prefect_environment
+from tasks.sources import SourceConfigError, configured_price_sources, price_sources_for
 from tasks.stores import disk_full_file, sqlite_path
 from tasks.warehouse import SANDBOXED, WarehouseBusyError, check_warehouse_free, connect
 
 if TYPE_CHECKING:
     import click
 
+    from tasks.model.report import TrainingOutcome  # start-up time: it loads matplotlib and the model code
     from tasks.telemetry.mlflow_source import MlflowSource  # start-up time: it loads MLflow
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="GPU cost per token, learned from telemetry.")
@@ -66,6 +66,7 @@ ingest_app = typer.Typer(no_args_is_help=True, help="Ingest price lists or train
 app.add_typer(ingest_app, name="ingest")
 
 err = Console(stderr=True)
+T = TypeVar("T")
 
 @app.callback()
 def _before_command(ctx: typer.Context) -> None:
@@ -154,14 +155,7 @@ def ingest_prices_cmd(
     check_warehouse_not_busy(state.warehouse)
     from flows.ingest_prices import ingest_prices  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("ingest", state)
-            outcomes = ingest_prices(sources)
-    except WarehouseBusyError as error:  # taken between the check and the flow
-        fail(str(error), Exit.BUSY)
+    outcomes = run_flow(state, lambda: ingest_prices(sources), preflight_for="ingest")
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         fail("every file was quarantined; see quarantine.rejected_files")
     print_totals(outcomes)
@@ -191,13 +185,8 @@ def ingest_telemetry_cmd(
     check_warehouse_not_busy(state.warehouse)
     from flows.ingest_telemetry import ingest_telemetry  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("ingest", state)
-            outcomes = ingest_telemetry(None if mlflow else [Path(p) for p in paths or []], sources, rescan)
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
+    files = None if mlflow else [Path(p) for p in paths or []]
+    outcomes = run_flow(state, lambda: ingest_telemetry(files, sources, rescan), preflight_for="ingest")
     if outcomes and all(o.status == "quarantined" for o in outcomes):
         errors = "; ".join(sorted({o.error or "" for o in outcomes}))
         fail(f"every source was quarantined ({errors}); see quarantine.rejected_files")
@@ -236,21 +225,16 @@ def run() -> None:
 
     state = resources()
     try:
-        with guarded(fail, state.home):
-            # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a
-            # damaged store, a full disk or a bad workloads file is reported in one line, at once.
-            with run_lock(state.run_lock):
-                preflight("run", state)
-                check_warehouse_free(state.warehouse)
-            from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
+        # Before Prefect (or anything heavy) is imported: another run, a session holding the warehouse, a damaged
+        # store, a full disk or a bad workloads file is reported in one line, at once.
+        with guarded(fail, state.home), run_lock(state.run_lock):
+            preflight("run", state)
+            check_warehouse_free(state.warehouse)
+        from flows.nightly import nightly  # start-up time: Prefect loads only once the checks passed
 
-            flow_output()
-            with _tracebacks_dropped(state):
-                steps = nightly()
-    except RunLockedError as error:
+        steps = run_flow(state, nightly)
+    except RunLockedError as error:  # another run took the lock between the check and the night
         fail(str(error), Exit.LOCKED)
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
     _print_night(steps, state.published)
 
 
@@ -291,7 +275,7 @@ def train() -> None:
     uri = state.tracking_uri
     store_failures = (MlflowException, sqlalchemy.exc.SQLAlchemyError, OSError)
 
-    def store_failed(error: BaseException) -> None:
+    def store_failed(error: BaseException) -> NoReturn:
         full = disk_full_file(error)
         if full is not None:  # the store's own file when the error names none (SQLite's "database or disk is full")
             fail(disk_full_message(full or str(sqlite_path(uri) or uri), state.home, min_free_mb()), Exit.DISK_FULL)
@@ -306,14 +290,15 @@ def train() -> None:
         store_failed(error)
     from flows.train import train as train_flow  # start-up time: Prefect loads only for the flow
 
-    flow_output()
+    def trained() -> TrainingOutcome:
+        try:
+            return train_flow()
+        except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
+            store_failed(error)
+
     try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            try:
-                outcome = train_flow()
-            except store_failures as error:  # e.g. the store locked by another writer past its busy timeout
-                store_failed(error)
-    except (training.NotEnoughTelemetryError, WarehouseBusyError) as error:
+        outcome = run_flow(state, trained)
+    except training.NotEnoughTelemetryError as error:
         fail(str(error))
     print_wrapped(outcome.summary_line())
 
@@ -390,6 +375,17 @@ class _tracebacks_dropped:
                  f"{self.prefect_home}; PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS gives it longer")
 
 
+def run_flow(state: Resources, flow: Callable[[], T], preflight_for: str | None = None) -> T:
+    """Every flow command's run, once its flow module is imported: the CLI's output, then the pre-flight of
+    `preflight_for` (when the command has not run it already) and the flow, each failure said in one line with its
+    exit code (a warehouse taken between the command's check and the flow: exit 4, by `guarded`)."""
+    flow_output()
+    with guarded(fail, state.home), _tracebacks_dropped(state):
+        if preflight_for is not None:
+            preflight(preflight_for, state)
+        return flow()
+
+
 @app.command()
 def publish() -> None:
     """Rank every offer for every workload and publish the database users query."""
@@ -397,13 +393,7 @@ def publish() -> None:
     check_warehouse_not_busy(state.warehouse)
     from flows.publish import publish as publish_flow  # start-up time: Prefect loads only for the flow
 
-    flow_output()
-    try:
-        with guarded(fail, state.home), _tracebacks_dropped(state):
-            preflight("publish", state)
-            outcome = publish_flow()
-    except WarehouseBusyError as error:
-        fail(str(error), Exit.BUSY)
+    outcome = run_flow(state, publish_flow, preflight_for="publish")
     out.print(f"published {outcome.published.path} ({outcome.ranking.ranked} ranked offers)", highlight=False)
 
 

@@ -45,7 +45,7 @@ README_PHRASES = {
     Exit.SIGTERM: "SIGTERM",
 }
 
-# What a pre-flight problem (tasks/preflight.py) exits with.
+# What a pre-flight problem (gpucost/preflight.py) exits with.
 PROBLEM_EXITS = {"damaged": Exit.DAMAGED, "disk_full": Exit.DISK_FULL}
 
 # A supervised command stopped by a signal or killed (gpucost/guard.py, gpucost/serve.py).

@@ -1,6 +1,6 @@
 """What every long-running `gpucost` command does around its work: run it under a supervisor that stops the
 whole process group on SIGTERM/SIGINT (tasks/processes.py), check the stores it will touch before it starts
-(tasks/preflight.py), and turn an interrupt or a full disk into one line and a documented exit code."""
+(gpucost/preflight.py), and turn an interrupt or a full disk into one line and a documented exit code."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ from typing import NoReturn
 from typer import Exit as CommandExit
 
 from gpucost.commands import COMMANDS, PROBLEM_EXITS, Exit
-from tasks import config_files
-from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted
-from tasks.preflight import (
+from gpucost.preflight import (
     Preflight,
     PreflightError,
     check_stores,
     disk_full_message,
 )
+from tasks import config_files
+from tasks.ingest.registry import IngestAborted, LandingNotWritable, find_aborted
 from tasks.processes import WORKER_ENV, Supervised, stopped_exit, supervise
 from tasks.publishing.database import remove_half_written
 from tasks.publishing.night import check_targets

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from gpucost.sql_bounds import TableResult, cell_text
 from tasks.display import printable
 from tasks.ingest.registry import FileOutcome
 from tasks.ranking.labels import figure, network, place, usd
-from tasks.sql_bounds import TableResult, cell_text
 from tasks.summary import totals
 
 if TYPE_CHECKING:  # start-up time: the CLI imports polars only where it needs it

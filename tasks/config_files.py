@@ -20,7 +20,6 @@ from tasks.ranking.workloads import load_workloads, workloads_config
 from tasks.reference import ReferenceFiles, check_reference_files, reference_paths
 from tasks.settings import Resources, locate
 from tasks.sources import Sources
-from tasks.sql_bounds import MAX_ROWS, MAX_TIMEOUT_SECONDS
 from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
 
 # ----------------------------------------------------------------- settings.toml: the application's own sections
@@ -42,6 +41,12 @@ class PreflightSettings(Strict):
 
 class SignalSettings(Strict):
     stop_grace_seconds: NonNegative = 5
+
+
+# Upper bounds of the [sql] knobs and of `gpucost sql`'s flags: a day (a longer wait than Python's timer can hold,
+# e.g. 1e12 s, was a traceback; 0 lifts the timeout) and 10^9 rows (0: every row).
+MAX_TIMEOUT_SECONDS = 86_400
+MAX_ROWS = 1_000_000_000
 
 
 class SqlSettings(Strict):

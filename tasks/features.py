@@ -10,8 +10,8 @@ import duckdb
 import polars as pl
 
 from tasks.reference import ReferenceFiles
+from tasks.sql_files import execute, query, registered
 from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
-from tasks.warehouse import execute, query, registered
 
 FEATURE_ROW = "_feature_row"
 

@@ -27,7 +27,7 @@ import polars as pl
 
 from tasks.config import Strict, shown
 from tasks.settings import ConfigError, resolve_project_path
-from tasks.warehouse import execute
+from tasks.sql_files import execute
 
 ReferenceName = Literal["folder", "gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings", "instance_machines",
                         "region_carbon"]

@@ -1,10 +1,12 @@
-"""Named SQL files: `sql/<name>.sql` read once, run with bound parameters, and all-or-nothing transactions.
+"""Named SQL files: `sql/<name>.sql` read once, run with bound parameters, frames registered for one block, and
+all-or-nothing transactions.
 
 The bottom of the storage layer: the warehouse and the landing zone both run their SQL through it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -38,6 +40,18 @@ def query(
 ) -> duckdb.DuckDBPyRelation:
     """A relation from `sql/<name>.sql` (one query, bound parameters): `.pl()` for polars, `.fetchall()`."""
     return con.sql(sql_text(name), params=params)
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iterator[None]:
+    """Expose a polars/pandas/arrow frame to SQL under a fixed relation name for one block."""
+    con.register(name, frame)
+    try:
+        yield
+    finally:
+        # the block failed and aborted the transaction: its own error is the one to report
+        with contextlib.suppress(duckdb.TransactionException):
+            con.unregister(name)
 
 
 @contextmanager

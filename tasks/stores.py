@@ -1,4 +1,4 @@
-"""What a damaged store or a full disk looks like, said in one line: the pre-flight checks (tasks/preflight.py)
+"""What a damaged store or a full disk looks like, said in one line: the pre-flight checks (gpucost/preflight.py)
 ask before a command starts, the ingest and publish steps when a write fails or a registry is read."""
 
 from __future__ import annotations

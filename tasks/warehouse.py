@@ -16,9 +16,9 @@ import duckdb
 
 from tasks.landing_zone import land_raw_record_tables
 from tasks.settings import SQL_DIR
-from tasks.sql_files import execute, query, sql_text, transaction
+from tasks.sql_files import execute, query, registered, sql_text, transaction
 
-__all__ = ["execute", "query", "sql_text", "transaction"]  # the SQL helpers' usual import path
+__all__ = ["execute", "query", "registered", "sql_text", "transaction"]  # the SQL helpers' usual import path
 
 
 class WarehouseBusyError(RuntimeError):
@@ -108,18 +108,6 @@ def warehouse(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCo
         yield con
     finally:
         con.close()
-
-
-@contextmanager
-def registered(con: duckdb.DuckDBPyConnection, name: str, frame: object) -> Iterator[None]:
-    """Expose a polars/pandas/arrow frame to SQL under a fixed relation name for one block."""
-    con.register(name, frame)
-    try:
-        yield
-    finally:
-        # the block failed and aborted the transaction: its own error is the one to report
-        with contextlib.suppress(duckdb.TransactionException):
-            con.unregister(name)
 
 
 @contextmanager

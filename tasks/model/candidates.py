@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic_core import to_jsonable_python
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.ensemble import HistGradientBoostingRegressor, RandomForestRegressor
 from sklearn.linear_model import Lasso, LinearRegression, Ridge
@@ -20,6 +21,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import PolynomialFeatures
 from sklearn.svm import SVR
 
+from tasks.model.config import Models
 from tasks.model.design import FeatureSpec, design_frame, design_step, preprocessor
 from tasks.model.structured import STRUCTURED_CATEGORICAL, STRUCTURED_NUMERIC, StructuredStepTime
 
@@ -141,19 +143,21 @@ class CandidateSpec:
         return self.features
 
 
-def candidate_specs(config: Mapping[str, Any]) -> list[CandidateSpec]:
-    """The candidates of config/models.toml, in file order."""
-    features = FeatureSpec.from_config(config["features"])
-    seed = int(config["seed"])
+def candidate_specs(config: Models) -> list[CandidateSpec]:
+    """The candidates of config/models.toml, in file order (their params, physics and residual features as the
+    plain JSON tables a spec carries)."""
+    features = FeatureSpec(log_numeric=tuple(config.features.log_numeric), numeric=tuple(config.features.numeric),
+                           categorical=tuple(config.features.categorical))
+    seed = int(config.seed)
     specs = []
-    for c in config["candidates"]:
-        params = dict(c.get("params", {}))
-        if c["kind"] in STRUCTURED_KINDS:
+    for c in config.candidates:
+        params: dict[str, Any] = to_jsonable_python(c.params)
+        if c.kind in STRUCTURED_KINDS:
             # the physics constants travel in the spec, so a registered version can be rebuilt and re-scored
-            params["physics"] = dict(config.get("structured", {}))
-        if c["kind"] == RESIDUAL_KIND:
-            params["residual_features"] = dict(config.get("residual_features", {}))
-        specs.append(CandidateSpec(name=c["name"], kind=c["kind"], params=params, features=features, seed=seed))
+            params["physics"] = to_jsonable_python(config.structured)
+        if c.kind == RESIDUAL_KIND:
+            params["residual_features"] = to_jsonable_python(config.residual_features)
+        specs.append(CandidateSpec(name=c.name, kind=c.kind, params=params, features=features, seed=seed))
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"config/models.toml: candidate names must be unique, got {names}")

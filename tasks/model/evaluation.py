@@ -11,7 +11,6 @@ import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +19,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GroupKFold, LeaveOneGroupOut
 
 from tasks.model.candidates import CandidateSpec, build_pipeline
+from tasks.model.config import Target
 from tasks.model.design import PHYSICS_BOUND, TARGET, log_mfu, tokens_per_sec
 from tasks.progress import tick
 
@@ -34,8 +34,8 @@ class TargetSpec:
     max_mfu: float = 1.0
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> TargetSpec:
-        return cls(min_mfu=float(cfg["min_mfu"]), max_mfu=float(cfg["max_mfu"]))
+    def from_config(cls, target: Target) -> TargetSpec:
+        return cls(min_mfu=float(target.min_mfu), max_mfu=float(target.max_mfu))
 
     def clip(self, log_mfu_values: np.ndarray) -> np.ndarray:
         values: np.ndarray = np.clip(

@@ -14,7 +14,6 @@ import duckdb
 import numpy as np
 import pandas as pd
 import polars as pl
-from pydantic_core import to_jsonable_python
 from sklearn.inspection import permutation_importance
 from sklearn.pipeline import Pipeline
 
@@ -135,14 +134,8 @@ def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return frame
 
 
-def candidates_table(config: Models) -> dict[str, Any]:
-    """config/models.toml as the plain table tasks.model.candidates.candidate_specs reads (its one reader)."""
-    table: dict[str, Any] = to_jsonable_python(config)
-    return table
-
-
 def target_of(config: Models) -> TargetSpec:
-    return TargetSpec(min_mfu=float(config.target.min_mfu), max_mfu=float(config.target.max_mfu))
+    return TargetSpec.from_config(config.target)
 
 
 def prepare(features: pl.DataFrame, config: Models) -> Prepared:
@@ -155,7 +148,7 @@ def prepare(features: pl.DataFrame, config: Models) -> Prepared:
         folds = cv_folds(data, config.cv.groupings, int(config.cv.max_folds))
     except ValueError as error:
         raise NotEnoughTelemetryError(str(error)) from error
-    return Prepared(data=data, folds=folds, target=target_of(config), specs=candidate_specs(candidates_table(config)))
+    return Prepared(data=data, folds=folds, target=target_of(config), specs=candidate_specs(config))
 
 
 def _neg_mae_where_defined(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:

@@ -18,6 +18,9 @@ def test_the_model_carries_its_import_closure_and_nothing_of_the_other_layers() 
                    "tasks/model/contract_rows.py", "tasks/telemetry/normalise.py", "tasks/features.py"):
         assert needed in modules
     assert not [m for m in modules if m.startswith(OTHER_LAYERS)], modules
+    # the storage layer (DDL, migrations, the landing zone): the feature SQL runs through tasks/sql_files.py alone
+    assert "tasks/sql_files.py" in modules
+    assert not {"tasks/warehouse.py", "tasks/landing_zone.py"} & set(modules), modules
     assert len(modules) + len(MODEL_SQL) <= 30
 
 

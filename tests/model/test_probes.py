@@ -37,13 +37,13 @@ PREDICTED = "predicted_tokens_per_sec_per_gpu"
 @pytest.fixture(scope="session")
 def probe_model(all_training_features: pl.DataFrame) -> Any:
     """(TokenEfficiencyModel, ContractFeatures): the champion kind fitted on both bundled telemetry files."""
-    from tasks.config_files import load_config
+    from tasks import config_files
     from tasks.model.candidates import RESIDUAL_KIND, build_pipeline, candidate_specs
     from tasks.model.evaluation import TargetSpec, prepare_training_data
     from tasks.model.intervals import FLAG_KINDS, IntervalOffsets, NormalisedConformal
     from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
 
-    config = load_config("models")
+    config = config_files.models()
     spec = next(s for s in candidate_specs(config) if s.kind == RESIDUAL_KIND)
     data = prepare_training_data(all_training_features)
     with threadpool_limits(limits=1, user_api="openmp"):
@@ -51,7 +51,7 @@ def probe_model(all_training_features: pl.DataFrame) -> Any:
     conformal = NormalisedConformal(level=0.8, log_scale=math.log(0.1), log_widening=(0.2,) * len(FLAG_KINDS),
                                     quantile=1.3, calibration_rows=0)
     model = TokenEfficiencyModel(
-        pipeline=pipeline, spec=spec, target=TargetSpec.from_config(config["target"]),
+        pipeline=pipeline, spec=spec, target=TargetSpec.from_config(config.target),
         intervals=IntervalOffsets(level=0.8, seen_low=-0.1, seen_high=0.1, unseen_low=-0.2, unseen_high=0.2),
         seen_gpus=tuple(sorted(data.frame["gpu"].dropna().unique())), coverage=TrainingCoverage.of_training(data.frame),
         conformal=conformal)

@@ -370,7 +370,7 @@ def test_sql_is_bounded_in_time_rows_and_cells_and_ctrl_c_is_one_line(work_home:
 def test_a_ctrl_c_that_comes_before_duckdb_starts_the_query_still_stops_it() -> None:
     """DuckDB forgets an interrupt that comes before its query starts; under load a Ctrl-C lands in that gap
     (between the handler going in and the statement reaching DuckDB) often enough to hang the command."""
-    from tasks.sql_bounds import ctrl_c_interrupts, is_interrupt
+    from gpucost.sql_bounds import ctrl_c_interrupts, is_interrupt
 
     con = duckdb.connect()
     backstop = threading.Timer(30, con.interrupt)  # the old behaviour ran for ever: stop it so the test can fail

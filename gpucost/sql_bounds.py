@@ -30,10 +30,6 @@ from tasks.display import printable
 
 BATCH_ROWS = 10_000
 TABLE_BATCH_ROWS = 100  # the table view counts the text it holds after each batch
-# Upper bounds of the knobs (config/settings.toml [sql] and the flags): a day (a longer wait than Python's timer
-# can hold, e.g. 1e12 s, was a traceback; 0 lifts the timeout) and 10^9 rows (0: every row).
-MAX_TIMEOUT_SECONDS = 86_400
-MAX_ROWS = 1_000_000_000
 CTRL_C_POLL_SECONDS = 0.05
 INTERRUPTED_MESSAGE = "interrupted: the query was stopped (Ctrl-C); nothing was changed"
 
