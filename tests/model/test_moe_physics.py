@@ -421,3 +421,24 @@ def test_a_version_trained_before_regimes_predicts_its_interval_as_it_did() -> N
     assert after["extrapolation"][0] == "moe,ep_beyond_domain,unseen_model_regime"
     assert after["predicted_high"][0] / after["predicted_tokens_per_sec_per_gpu"][0] == pytest.approx(math.exp(0.2))
     assert after["predicted_tokens_per_sec_per_gpu"][0] == before["predicted_tokens_per_sec_per_gpu"][0]
+
+
+def test_a_new_moe_model_from_a_new_framework_widens_on_its_own() -> None:
+    from tasks.model.intervals import FLAG_KINDS, NormalisedConformal, flag_matrix
+
+    derived = FLAG_KINDS.index("moe_unseen_framework")
+    # derived from the three flags together, never from fewer (a dense row of a new framework, a new MoE model of a
+    # known framework, a known MoE model of a new framework)
+    assert list(flag_matrix(["moe,unseen_framework,unseen_model", "unseen_framework", "moe,unseen_model",
+                             "unseen_framework,moe", "unseen_gpu,unseen_framework,moe,unseen_model"])[:, derived]) == [
+        1, 0, 0, 0, 1]
+    # 20 rows inside the training data and 20 dense rows of a new framework off by 0.1, 20 new MoE models of a
+    # known framework off by 0.1, 20 new MoE models of a new framework off by 0.4: b0 = log 0.1, "unseen_framework",
+    # "moe" and "unseen_model" fit 1 (their rows are no harder than those inside), the derived kind 0.4 / 0.1 = 4
+    residuals = np.array([0.1] * 60 + [0.4] * 20)
+    flags = ([""] * 20 + ["unseen_framework"] * 20 + ["moe,unseen_model"] * 20
+             + ["moe,unseen_framework,unseen_model"] * 20)
+    conformal = NormalisedConformal.calibrate(residuals, flags, 0.8, min_flag_rows=20, default_widening=1.5,
+                                              residual_floor=0.01)
+    assert conformal.widening()["moe_unseen_framework"] == pytest.approx(4.0, rel=1e-5)
+    assert conformal.scale(flags[-1:])[0] == pytest.approx(0.4, rel=1e-5)
