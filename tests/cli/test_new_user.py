@@ -85,11 +85,11 @@ def test_the_cheapest_way_to_train_on_an_h100_is_one_command(night: Night) -> No
     assert all(len(line) <= 100 for line in table.stdout.splitlines())
 
 
-def test_b200_and_l4_answers_say_extrapolated(night: Night) -> None:
+def test_gh200_and_l4_answers_say_extrapolated(night: Night) -> None:
     runs = telemetry_runs_by_gpu()
-    assert "B200" not in runs and "L4" not in runs  # no run of either GPU in the bundled telemetry
-    assert "B200" not in warehouse_runs_by_gpu(night.home)
-    for gpu in ("B200", "L4"):
+    assert "GH200" not in runs and "L4" not in runs  # no run of either GPU in the bundled telemetry
+    assert "GH200" not in warehouse_runs_by_gpu(night.home)
+    for gpu in ("GH200", "L4"):
         done = gpucost("offers", "--gpu", gpu, "--json", env=night.env)
         rows = json.loads(done.stdout)
         assert rows and {row["trust"] for row in rows} == {"extrapolated"}, gpu

@@ -160,8 +160,9 @@ def test_hostile_instance_types_in_a_price_list_render_as_text_and_run_nothing(
     lines = ["InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"]
     for i, name in enumerate(HOSTILE_TYPES):
         quoted = '"' + name.replace('"', '""') + '"'
-        # 0.30 USD per H100-hour and up: above the class floor, so not quarantined, and cheap enough to rank first
-        lines.append(f"{quoted},H100,8.0,208.0,1800.0,{2.4 + i / 10:.1f},us-east-{i + 1},{gpu_info},")
+        # 2.00 USD per H100-hour and up: above the class floor and above 0.1 x the H100 on-demand median (1.15), so
+        # not quarantined, and cheap enough to rank among the page's rows
+        lines.append(f"{quoted},H100,8.0,208.0,1800.0,{16.0 + i / 10:.1f},us-east-{i + 1},{gpu_info},")
     hostile = tmp_path / "hostile_lambda.csv"
     hostile.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for args in (("ingest", "prices", "--provider", "lambda", "--format", "skypilot", str(hostile)), ("publish",)):
