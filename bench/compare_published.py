@@ -8,8 +8,11 @@ same."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import duckdb
+
+SQL_DIR = Path(__file__).parent / "sql"
 
 CLOCKS = ("published_at", "ingested_at", "observed_at", "last_quarantined_at", "run_id", "created_at")
 
@@ -26,6 +29,12 @@ def columns(con: duckdb.DuckDBPyConnection, db: str, table: str) -> list[str]:
                                       "table_name = $t order by column_index", {"db": db, "t": table}).fetchall()]
 
 
+def count(con: duckdb.DuckDBPyConnection, name: str, parameters: dict[str, object]) -> int:
+    """The row_count of bench/sql/NAME.sql with its parameters bound."""
+    ((rows,),) = con.execute((SQL_DIR / f"{name}.sql").read_text(encoding="utf-8"), parameters).fetchall()
+    return int(rows)
+
+
 def compare(before: str, after: str, left_out: tuple[str, ...] = CLOCKS) -> bool:
     con = duckdb.connect()
     con.execute("attach $p as a (read_only)", {"p": before})
@@ -36,12 +45,12 @@ def compare(before: str, after: str, left_out: tuple[str, ...] = CLOCKS) -> bool
         print(f"only in {before}: {sorted(ta - tb)}; only in {after}: {sorted(tb - ta)}")
     for table in sorted(ta & tb):
         cols_a, cols_b = columns(con, "a", table), columns(con, "b", table)
-        kept = [c for c in cols_a if c not in left_out]
-        picked = ", ".join(f"json_remove(\"{c}\"::json, '$.wall_seconds')" if c == "metrics" else f'"{c}"'
-                           for c in kept)
-        counts = [con.execute(f"select count(*) from {db}.{table}").fetchall()[0][0] for db in ("a", "b")]  # noqa: S608
-        extra = [con.execute(f"select count(*) from (select {picked} from {x}.{table} except all "  # noqa: S608
-                             f"select {picked} from {y}.{table})").fetchall()[0][0]
+        names = {db: f"{db}.{table}" for db in ("a", "b")}  # identifiers, bound as values to query_table
+        counts = [count(con, "compare_row_count", {"relation": names[db]}) for db in ("a", "b")]
+        left = [*left_out, "metrics"]  # metrics apart: without the fit's wall_seconds
+        extra = [count(con, "compare_rows_only_in_first", {"first": names[x], "second": names[y], "left_out": left})
+                 + (count(con, "compare_metrics_only_in_first", {"first": names[x], "second": names[y]})
+                    if "metrics" in cols_a and "metrics" in cols_b else 0)
                  for x, y in (("a", "b"), ("b", "a"))]
         equal = cols_a == cols_b and counts[0] == counts[1] and extra == [0, 0]
         same &= equal
