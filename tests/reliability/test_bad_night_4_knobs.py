@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tasks.settings import PROJECT_ROOT
 from tests.cli.night import GPUCOST
+from tests.cli.test_config_errors import config_copy, edit
 from tests.conftest import FIXTURES
 from tests.reliability.conftest import States
 
@@ -27,16 +27,6 @@ def checksums(root: Path) -> dict[str, str]:
     """Every file under `root` by its path, with its SHA-256."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def config_copy(root: Path) -> Path:
-    return shutil.copytree(PROJECT_ROOT / "config", root / "config")
-
-
-def edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, old
-    path.write_text(text.replace(old, new), encoding="utf-8")
 
 
 def gpucost_in(root: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
