@@ -1,5 +1,5 @@
 -- Every night's ranking, kept (keyed by publish_date). Written by sql/marts/insert_ranking.sql; the
--- published gpu_cost_ranking is the newest night. Units in sql/publish/comments.sql.
+-- published gpu_cost_ranking is the newest night. Units in sql/publish/comments.csv.
 create table if not exists marts.gpu_cost_ranking_history (
     publish_date date not null,      -- UTC date of the publish run
     published_at timestamptz not null,
@@ -97,7 +97,7 @@ alter table marts.gpu_cost_ranking_history add column if not exists checkpoint_s
 -- Rankings written before the model said what it extrapolates.
 alter table marts.gpu_cost_ranking_history add column if not exists extrapolation varchar;
 
--- The cluster choice per offer and the machine the prediction assumed; carbon (units in sql/publish/comments.sql).
+-- The cluster choice per offer and the machine the prediction assumed; carbon (units in sql/publish/comments.csv).
 -- cheapest | fastest
 alter table marts.gpu_cost_ranking_history add column if not exists cluster_choice varchar;
 -- GPUs sharing NVLink/xGMI

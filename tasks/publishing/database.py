@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 
 from tasks.publishing.ownership import check_database_target, remember_written
+from tasks.settings import SQL_DIR
 from tasks.warehouse import execute, query, registered
 
 # In order; each is sql/publish/<name>.sql creating published.<name> (gpu_cost_ranking: a view of the newest night
@@ -31,6 +32,9 @@ PUBLISHED_TABLES = (
     "quarantine_summary",
     "price_fetch_status",
 )
+
+# What every published table and column is, with its units: the one list (sql/publish/comment_statements.sql)
+COMMENTS = SQL_DIR / "publish" / "comments.csv"
 
 
 @dataclass
@@ -87,10 +91,11 @@ def build_published(
             for table in PUBLISHED_TABLES:
                 params = {"window_days": price_window_days} if table == "price_history" else None
                 execute(con, f"publish/{table}", params)
-        execute(con, "publish/comments")
-        for (statement,) in query(con, "publish/history_column_comments").fetchall():  # the ranking's, copied
+        for (statement,) in query(con, "publish/comment_statements", {"path": str(COMMENTS)}).fetchall():
             con.execute(statement)
-        result.rows = dict(query(con, "publish/table_rows").fetchall())
+        # the run summary's order: tonight's ranking first
+        for table in sorted(PUBLISHED_TABLES, key=lambda name: name != "gpu_cost_ranking"):
+            [(result.rows[table],)] = query(con, "publish/row_count", {"relation": f"published.{table}"}).fetchall()
         execute(con, "publish/marker", {"published_at": datetime.now(UTC)})
         execute(con, "publish/marker_comments")
         execute(con, "publish/detach")

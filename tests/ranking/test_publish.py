@@ -50,7 +50,7 @@ def test_publish_builds_every_table_commented(aws_prices, gpucost_home):
         uncommented = db.sql("select table_name, column_name from duckdb_columns() where not internal"
                              " and (comment is null or comment = '')").fetchall()
         tables = db.sql("select table_name from duckdb_tables() where comment is null or comment = ''").fetchall()
-        # the history's column comments are the ranking's (one list in sql/publish/comments.sql, copied),
+        # the history's column comments are the ranking's (one list in sql/publish/comments.csv, copied),
         # including one with a quote in it: "workload's deadline in hours (null = none)"
         described = {table: dict(db.sql("select column_name, comment from duckdb_columns() where table_name = $t",
                                         params={"t": table}).fetchall())
