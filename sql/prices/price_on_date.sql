@@ -1,6 +1,7 @@
 -- The price of each offer on a date: the newest observation made on or before the end of that day (UTC).
 -- Parameters: $on_date (DATE), $provider, $instance_type, $pricing (null = any).
-with observations as (
+-- ST03 waived below: `newest` reads the CTE by its name (query_table in the macro)
+with observations as (  -- noqa: ST03
     select * from core.price_observations
     where provider = $provider
         and instance_type = $instance_type
@@ -8,16 +9,8 @@ with observations as (
         and observed_at < timezone('UTC', $on_date::date + interval 1 day)  -- end of the day, UTC
 ),
 
-ranked as (
-    select
-        *,
-        row_number() over (
-            partition by
-                provider, region, coalesce(zone, ''), instance_type, pricing,
-                coalesce(purchase_option, ''), coalesce(offering_class, '')
-            order by observed_at desc, ingested_at desc, source_line desc
-        ) as recency
-    from observations
+newest as (
+    select * from core.newest_prices('observations')  -- sql/ddl/031_core_prices_current.sql
 ),
 
 final as (
@@ -35,8 +28,7 @@ final as (
         usd_per_hour,                     -- USD per instance-hour (commitments: effective over the term)
         usd_per_gpu_hour,                 -- USD per GPU-hour
         observed_at as price_observed_at  -- UTC; when the price in force that day was seen
-    from ranked
-    where recency = 1
+    from newest
 )
 
 select * from final order by provider, region, zone, instance_type, pricing, purchase_option, offering_class
