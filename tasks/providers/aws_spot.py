@@ -37,6 +37,7 @@ from tasks.prices.adapter import (
 )
 from tasks.prices.dates import undated_reason
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.aws_instance_gpus import unknown_instance_reason, with_instance_gpus
 from tasks.providers.provider import Provider
 from tasks.settings import Strict
 
@@ -113,11 +114,8 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         for product, count in zip(others["product"].to_list(), others["len"].to_list(), strict=True)
     }
 
-    shapes = reference_table("aws_instance_gpus.csv", context.reference_dir).select(
-        "instance_type", "gpu_name", "gpu_count", "gpu_memory_gb", "vcpus", "memory_gb"
-    )
     az_prefixes = reference_table("aws_az_id_regions.csv", context.reference_dir)
-    linux = frame.filter(is_linux).join(shapes, on="instance_type", how="left", maintain_order="left")
+    linux = with_instance_gpus(frame.filter(is_linux), "instance_type", context.reference_dir)
     records = linux.with_columns(
         provider=pl.lit(context.provider),
         region=region_of_zone(pl.col("zone"), az_prefixes),
@@ -128,12 +126,13 @@ def parse(path: Path, context: AdapterContext) -> AdapterResult:
         .str.strip_chars()
         .str.to_datetime(time_zone="UTC", time_unit="us", strict=False),
     ).with_columns(
-        rejected_reason=pl.coalesce(undated_reason("Timestamp", pl.col("timestamp"), pl.col("observed_at")),
-                                    comma_reason({"price": pl.col("price")}), pl.when(pl.col("region").is_null())
-        .then(pl.lit("unknown availability zone: its AZ-ID prefix is not in data/reference/aws_az_id_regions.csv"))
-        .when(pl.col("gpu_name").is_null())
-        .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-        .otherwise(None))
+        rejected_reason=pl.coalesce(
+            undated_reason("Timestamp", pl.col("timestamp"), pl.col("observed_at")),
+            comma_reason({"price": pl.col("price")}),
+            pl.when(pl.col("region").is_null()).then(
+                pl.lit("unknown availability zone: its AZ-ID prefix is not in data/reference/aws_az_id_regions.csv")),
+            unknown_instance_reason(),
+        )
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
 

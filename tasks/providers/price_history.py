@@ -19,17 +19,10 @@ from pathlib import Path
 
 import polars as pl
 
-from tasks.prices.adapter import (
-    AdapterContext,
-    AdapterError,
-    AdapterResult,
-    conform,
-    frame_reader,
-    read_csv_text,
-    reference_table,
-)
+from tasks.prices.adapter import AdapterContext, AdapterError, AdapterResult, conform, frame_reader, read_csv_text
 from tasks.prices.dates import undated_reason
 from tasks.prices.numbers import comma_reason, number
+from tasks.providers.aws_instance_gpus import unknown_instance_reason, with_instance_gpus
 from tasks.providers.provider import Provider
 
 CYCLENERD = ("snapshot_commit_date", "machine_type", "gpu_type", "gpu_count", "vcpu", "ram_gib", "region", "hour_usd")
@@ -87,8 +80,7 @@ def parse_daily(frame: pl.DataFrame, context: AdapterContext, path: Path) -> Ada
         )
     empty = _text("price_usd").fill_null("").str.len_chars() == 0
     skipped = {EMPTY_ROW: frame.filter(empty).height} if frame.filter(empty).height else {}
-    shapes = reference_table("aws_instance_gpus.csv", context.reference_dir).rename({"instance_type": "instance"})
-    rows = frame.filter(~empty).join(shapes, on="instance", how="left", maintain_order="left")
+    rows = with_instance_gpus(frame.filter(~empty), "instance", context.reference_dir)
     records = rows.with_columns(
         provider=pl.lit(context.provider),
         region=pl.col("region") if "region" in frame.columns else pl.lit(region),
@@ -102,9 +94,7 @@ def parse_daily(frame: pl.DataFrame, context: AdapterContext, path: Path) -> Ada
         rejected_reason=pl.coalesce(
             undated_reason("timestamp", pl.col("timestamp"), pl.col("observed_at")),
             comma_reason({"price": pl.col("price_usd")}),
-            pl.when(pl.col("gpu_name").is_null())
-            .then(pl.lit("instance type not in data/reference/aws_instance_gpus.csv (GPU model and count unknown)"))
-            .otherwise(None),
+            unknown_instance_reason(),
         ),
     )
     return AdapterResult(records=conform(records), skipped_by_reason=skipped)
