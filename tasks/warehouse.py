@@ -111,6 +111,18 @@ def warehouse(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyCo
 
 
 @contextmanager
+def setting_for_block(con: duckdb.DuckDBPyConnection, setter: str, parameter: str, value: Any,
+                      previous: Any) -> Iterator[None]:
+    """One DuckDB setting at `value` for the block and back at `previous` afterwards: `setter` names the SQL file
+    (sql/<setter>.sql) that sets it from its bound `parameter`."""
+    execute(con, setter, {parameter: value})
+    try:
+        yield
+    finally:
+        execute(con, setter, {parameter: previous})
+
+
+@contextmanager
 def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path) -> Iterator[None]:
     """DuckDB's memory capped at `memory_limit` for the block, spilling to `spill`; the previous cap is restored
     afterwards (the spill folder stays: DuckDB does not allow switching it once used). Ingest and publish both."""
@@ -120,11 +132,8 @@ def memory_capped(con: duckdb.DuckDBPyConnection, memory_limit: str, spill: Path
         # this connection already spilled to its own folder, which DuckDB then keeps: spill there
         with contextlib.suppress(duckdb.Error):
             execute(con, "publish/set_temp_directory", {"temp_directory": str(spill)})
-    execute(con, "publish/set_memory_limit", {"memory_limit": memory_limit})
-    try:
+    with setting_for_block(con, "publish/set_memory_limit", "memory_limit", memory_limit, previous_limit):
         yield
-    finally:
-        execute(con, "publish/set_memory_limit", {"memory_limit": previous_limit})
 
 
 @contextmanager
@@ -132,11 +141,8 @@ def row_order_free(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """DuckDB writes the block's tables on every thread, in no particular row order (the ranking and the
     published tables are not stored sorted: readers order by rank or date); the setting is restored afterwards."""
     [(preserve_order,)] = query(con, "common/insertion_order").fetchall()
-    execute(con, "common/set_insertion_order", {"preserve": False})
-    try:
+    with setting_for_block(con, "common/set_insertion_order", "preserve", False, preserve_order):
         yield
-    finally:
-        execute(con, "common/set_insertion_order", {"preserve": preserve_order})
 
 
 @contextmanager
