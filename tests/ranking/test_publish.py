@@ -138,13 +138,13 @@ KILLED = textwrap.dedent(
     from tests.ranking.conftest import FixedThroughput
     from tests import configured
 
-    real_execute = database.execute
-    def execute(con, name, params=None):
-        if name == "publish/comments":  # tables written, file not finished: stop here and wait to be killed
+    real_query = database.query
+    def query(con, name, params=None):
+        if name == "publish/comment_statements":  # tables written, file not finished: stop here and wait to be killed
             Path(sys.argv[2]).write_text("midway")
             time.sleep(120)
-        return real_execute(con, name, params)
-    database.execute = execute
+        return real_query(con, name, params)
+    database.query = query
     con = connect(Path(sys.argv[1]))
     publish_night(con, FixedThroughput(), date(2026, 1, 7), datetime(2026, 1, 7, 2, tzinfo=UTC),
                   configured.resources(published=Path(sys.argv[4])), **configured.night())
