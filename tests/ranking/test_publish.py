@@ -54,9 +54,13 @@ def test_publish_builds_every_table_commented(aws_prices, gpucost_home):
         # including one with a quote in it: "workload's deadline in hours (null = none)"
         described = {table: dict(db.sql("select column_name, comment from duckdb_columns() where table_name = $t",
                                         params={"t": table}).fetchall())
-                     for table in ("gpu_cost_ranking", "gpu_cost_ranking_history")}
+                     for table in ("gpu_cost_ranking", "gpu_cost_ranking_history", "prices_current", "price_history")}
     assert uncommented == [] and tables == []
     assert described["gpu_cost_ranking_history"] == described["gpu_cost_ranking"]
+    # price_history: prices_current's columns with their comments (written once), and its own spot columns
+    shared = {c: t for c, t in described["price_history"].items() if c in described["prices_current"]}
+    assert shared == described["prices_current"] and len(shared) == 26
+    assert described["price_history"]["spot_window_observations"] == "spot rows: observations in the window (count)"
     assert described["gpu_cost_ranking_history"]["deadline_hours"] == "workload's deadline in hours (null = none)"
     assert not list(target.parent.glob(".published.duckdb.*"))
 
