@@ -189,6 +189,17 @@ marts.total_usd(
     term_hours, resale_fraction, checkpoints_kept, checkpoint_gb, storage_usd_per_gb_month
 );
 
+-- expected_total_usd of an offer's ranking row (sql/marts/insert_ranking.sql: `offer` is its row, read by these
+-- column names) at a throughput, tokens/s per GPU: the ranking prices each offer at its predicted throughput and at
+-- both ends of the interval, all else equal.
+create or replace macro marts.offer_total_usd(offer, tokens_per_sec_per_gpu, resale_fraction) as
+marts.expected_total_usd(
+    offer.token_budget, tokens_per_sec_per_gpu, offer.gpus, offer.instances, offer.usd_per_hour,
+    offer.interruption_rate_per_hour, offer.lost_hours_per_interruption, offer.tdp_w, offer.utilisation_of_tdp,
+    offer.pue, offer.billed_usd_per_kwh, offer.term_hours, resale_fraction, offer.checkpoints_kept,
+    offer.checkpoint_gb, offer.storage_usd_per_gb_month
+);
+
 create or replace macro marts.usd_per_mtoken(usd, token_budget) as
 usd / (token_budget / 1e6);
 

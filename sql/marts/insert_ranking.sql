@@ -112,26 +112,13 @@ costed as (
             as expected_interruptions,
         marts.expected_hours(hours_to_finish, instances, interruption_rate_per_hour, lost_hours_per_interruption)
             as expected_hours,
-        -- the expected total at the predicted throughput and at each end of its interval: one formula for the three
-        list_transform(
-            [predicted_tokens_per_sec_per_gpu, predicted_high, predicted_low],
-            lambda tokens_per_sec_per_gpu: marts.expected_total_usd(
-                token_budget, tokens_per_sec_per_gpu, gpus, instances, usd_per_hour,
-                interruption_rate_per_hour, lost_hours_per_interruption, tdp_w, utilisation_of_tdp, pue,
-                billed_usd_per_kwh, term_hours, $resale_fraction::double, checkpoints_kept, checkpoint_gb,
-                storage_usd_per_gb_month
-            )
-        ) as totals_usd
+        -- the expected total at the predicted throughput and at both ends of its interval (marts.offer_total_usd
+        -- reads the other inputs from the row, `joined`)
+        marts.offer_total_usd(joined, predicted_tokens_per_sec_per_gpu, $resale_fraction::double)
+            as expected_total_usd,
+        marts.offer_total_usd(joined, predicted_high, $resale_fraction::double) as total_usd_at_high,
+        marts.offer_total_usd(joined, predicted_low, $resale_fraction::double) as total_usd_at_low
     from joined
-),
-
-totalled as (
-    select
-        * exclude (totals_usd),
-        totals_usd[1] as expected_total_usd,
-        totals_usd[2] as total_usd_at_high,
-        totals_usd[3] as total_usd_at_low
-    from costed
 ),
 
 reasoned as (
@@ -169,7 +156,7 @@ reasoned as (
                     )
             end
         ) as not_ranked_reason
-    from totalled
+    from costed
 ),
 
 -- Whether a commitment pays for this run: its cost against the same instances on demand for the same hours.
