@@ -111,17 +111,17 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
 ) -> None:
     """Fault injection (fake failure): the normaliser's look-up (look_up_spellings) raising something no parse rule
     expects."""
-    import tasks.telemetry.ingest as telemetry_ingest
+    import tasks.contract.normalise as contract_normalise
 
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     sample_rows(GOOD).write_csv(first)
     sample_rows(A100).write_csv(second)
-    real_look_up = telemetry_ingest.look_up_spellings
+    real_look_up = contract_normalise.look_up_spellings
 
     def broken(*args: object, **kwargs: object) -> pl.DataFrame:
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", broken)
+    monkeypatch.setattr(contract_normalise, "look_up_spellings", broken)
     bad = ingest(con, first)
     assert (bad.status, bad.error) == ("quarantined", "cannot normalise: RuntimeError: injected fault")
     files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
@@ -133,7 +133,7 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
     assert con.sql("select status from raw.ingested_files where source_file = ?", params=[str(first)]).fetchall() == [
         ("quarantined",)
     ]
-    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", real_look_up)
+    monkeypatch.setattr(contract_normalise, "look_up_spellings", real_look_up)
     good = ingest(con, second)
     # the one A100 run (sample line 79) loads
     assert (good.status, good.rows_loaded) == ("loaded", 1)

@@ -1,14 +1,15 @@
--- Telemetry records (staging_file_records, as read: the contract's cells as text) -> the view staging_normalised_runs:
--- the contract's values in its vocabulary, the spellings as given, the unreadable cells named (unparsed_fields),
--- the record's hash and line. The same rules as tasks/telemetry/normalise.py::normalise_runs (prediction inputs):
--- text cells are trimmed and plain numbers and timestamps read here (sql/telemetry/normalise_macros.sql); every
--- spelling and every other cell is looked up in `telemetry_spellings` (that module's code, once per distinct text,
--- registered by tasks/telemetry/ingest.py); GPU names in `telemetry_gpu_lookup` (the alias table plus each
--- canonical id), else, trimmed, lower-cased and with runs of spaces collapsed, in `telemetry_gpu_folded` (keys that
--- name one GPU only: tasks/telemetry/normalise.py::folded_gpus). record_hash: SHA-256 of the contract values as
--- polars writes them, joined by U+001F, null as
--- U+0000, each late optional column as U+001F name=value where given (a record stored before those columns keeps
--- its hash): equal hashes = the same record, whatever the file format (sql/telemetry/classify_runs.sql).
+-- The contract's one normaliser. Telemetry records (staging_file_records, as read: the contract's cells as text; the
+-- ingest's staged file, or the rows `gpucost predict` and the registered model score) -> the view
+-- staging_normalised_runs: the contract's values in its vocabulary, the spellings as given, the unreadable cells
+-- named (unparsed_fields), the record's hash and line. Text cells are trimmed and plain numbers and timestamps read
+-- here (sql/contract/rules.sql); every spelling and every other cell is looked up in `telemetry_spellings` (once per
+-- distinct text: tasks/contract/normalise.py::look_up_spellings); GPU names in `telemetry_gpu_lookup` (the alias
+-- table plus each canonical id), else, trimmed, lower-cased and with runs of spaces collapsed, in
+-- `telemetry_gpu_folded` (keys that name one GPU only: tasks/contract/normalise.py::folded_gpus); all registered by
+-- tasks/contract/normalise.py::normalised_records. record_hash: SHA-256 of the contract values as polars writes them
+-- (as the first stored records were hashed), joined by U+001F, null as U+0000, each late optional column as U+001F
+-- name=value where given (a record stored before those columns keeps its hash): equal hashes = the same record,
+-- whatever the file format (sql/telemetry/classify_runs.sql).
 create or replace temp view staging_normalised_runs as
 with spellings as (
     select * from telemetry_spellings

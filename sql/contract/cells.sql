@@ -1,8 +1,8 @@
 -- The contract's cells of the telemetry records (staging_file_records), every contract column present (null where
--- the file has none: `telemetry_contract_columns`, an empty table of them registered by tasks/telemetry/ingest.py,
--- read by name beside the records): text cells trimmed, the others as read (a plain number or timestamp has nothing
--- to trim; any other cell is looked up as read, trimmed by the look-up). A view: read by the spellings query and
--- the normalisation (sql/telemetry/normalise_runs.sql).
+-- the records have none: `telemetry_contract_columns`, an empty table of them registered by
+-- tasks/contract/normalise.py, read by name beside the records): text cells trimmed, the others as read (a plain
+-- number or timestamp has nothing to trim; any other cell is looked up as read, trimmed by the look-up). A view: read
+-- by the spellings query and the normalisation (sql/contract/normalised_runs.sql).
 create or replace temp view telemetry_cells as
 with records as (
     select * from telemetry_contract_columns

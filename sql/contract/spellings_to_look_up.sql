@@ -1,4 +1,4 @@
--- The cells sql/telemetry/normalise_runs.sql looks up (tasks/telemetry/normalise.py::look_up_spellings), as read:
+-- The cells sql/contract/normalised_runs.sql looks up (tasks/contract/normalise.py::look_up_spellings), as read:
 -- every distinct spelling of the vocabulary columns, and the distinct numbers and timestamps not in plain form (in
 -- a well-formed file none); with the records counted in the same pass.
 select
