@@ -11,41 +11,18 @@ with records as (
 ),
 
 final as (
+    -- every cell as read; the free-text cells trimmed (the others are read, or looked up, by the normalisation)
     select
-        _row_id,
-        source_line,
-        telemetry_text(run_id) as run_id,
-        telemetry_text(gpu) as gpu,
-        num_gpus,
-        params_b,
-        active_params_b,
-        seq_len,
-        precision,
-        tokens_per_sec_per_gpu,
-        tokens_processed,
-        wall_seconds,
-        recorded_at,
-        telemetry_text(model_name) as model_name,
-        micro_batch,
-        global_batch_tokens,
-        workload,
-        telemetry_text(parallelism) as parallelism,
-        activation_checkpointing,
-        telemetry_text(framework) as framework,
-        telemetry_text(optimizer) as optimizer,
-        learning_rate,
-        avg_power_w,
-        mfu,
-        n_layers,
-        d_model,
-        moe_experts,
-        moe_top_k,
-        moe_expert_ffn,
-        moe_shared_experts,
-        scale_up_domain_gpus,
-        scale_out_gbps_per_gpu,
-        telemetry_text(source) as source,
-        telemetry_text(quality_flag) as quality_flag
+        * replace (
+            telemetry_text(run_id) as run_id,
+            telemetry_text(gpu) as gpu,
+            telemetry_text(model_name) as model_name,
+            telemetry_text(parallelism) as parallelism,
+            telemetry_text(framework) as framework,
+            telemetry_text(optimizer) as optimizer,
+            telemetry_text(source) as source,
+            telemetry_text(quality_flag) as quality_flag
+        )
     from records
 )
 
