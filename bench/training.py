@@ -18,8 +18,8 @@ SECTION = "3. training"
 
 def training_features(rows: int) -> Any:
     """Feature rows (contract 1) for `rows` generated runs: normalise_rows -> build_features (not timed)."""
+    from tasks.contract.features import build_features
     from tasks.contract.normalise import normalise_rows
-    from tasks.features import build_features
     from tasks.warehouse import connect
 
     loaded = Configured()

@@ -15,9 +15,9 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ingest_runner import ingest_files
 from tasks import config_files
+from tasks.contract.features import refresh_feature_table
 from tasks.contract.normalise import load_vocabulary
 from tasks.contract.schema import TelemetryValidation
-from tasks.features import refresh_feature_table
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import apply_retention, landing_report, say_landed_problems
 from tasks.ingest.landing import recover as recover_landing

@@ -3,8 +3,8 @@
 The registered pyfunc (tasks.model.serving) runs this inside `predict`, with the reference files it carries as
 MLflow artifacts; `gpucost predict` and the ranking reach it through that pyfunc. Rows are normalised by the
 contract's one normaliser (spellings, types: tasks.contract.normalise, the ingest's own SQL), joined to the GPU
-specs, shapes and matmul ceilings, and given their physics bound by the feature SQL (tasks.features), all in one
-in-memory DuckDB (never the warehouse).
+specs, shapes and matmul ceilings, and given their physics bound by the feature SQL (tasks.contract.features), all
+in one in-memory DuckDB (never the warehouse).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import duckdb
 import pandas as pd
 import polars as pl
 
+from tasks.contract.features import build_features
 from tasks.contract.normalise import load_vocabulary, normalise_rows
 from tasks.contract.schema import INPUT_KINDS, REQUIRED_COLUMNS, Telemetry, outside_bounds, plain_number
-from tasks.features import build_features
 from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
 from tasks.sql_files import execute

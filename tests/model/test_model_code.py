@@ -17,7 +17,7 @@ def test_the_model_carries_its_import_closure_and_nothing_of_the_other_layers() 
     # normaliser and its SQL (the ingest's own), the feature SQL
     for needed in ("tasks/__init__.py", "tasks/model/serving.py", "tasks/model/structured.py",
                    "tasks/model/contract_rows.py", "tasks/contract/normalise.py", "tasks/contract/schema.py",
-                   "tasks/features.py"):
+                   "tasks/contract/features.py"):
         assert needed in modules
     assert {"contract/rules.sql", "contract/cells.sql", "contract/spellings_to_look_up.sql",
             "contract/normalised_runs.sql", "features/build_features.sql"} <= set(MODEL_SQL)

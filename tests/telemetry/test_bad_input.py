@@ -224,7 +224,7 @@ def test_a_run_whose_ep_exceeds_its_models_experts_is_stored_but_kept_out_of_tra
                                                                                      caplog) -> None:
     """The bundled Qwen3-30B-A3B run (128 routed experts, model_shapes.csv) at EP 8, and the same run at EP 256: both
     stored (nothing lost), the EP 256 one not learned from, as `gpucost predict` refuses to score it, with a warning."""
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.training import read_training_features
 
     run = "nemo-automodel-6330f05850"   # sample line 264: "FSDP 8 TP 1 PP 1 CP 1 EP 8 GA 16"

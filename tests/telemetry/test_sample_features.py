@@ -6,9 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from tasks.contract.features import build_features, refresh_feature_table
 from tasks.contract.normalise import normalise_rows
 from tasks.contract.schema import FEATURE_COLUMNS
-from tasks.features import build_features, refresh_feature_table
 from tasks.ingest.landing import landed_lines
 from tests import configured
 from tests.telemetry.helpers import SAMPLE, ingest, rejected
