@@ -169,21 +169,22 @@ def outside_bounds(column: str, value: str, low: float, high: float) -> str:
 class TelemetryValidation(Strict):
     """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
 
+    # a run's implied model FLOP/s per GPU over the GPU's dense peak for its precision
     min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
     max_implied_peak_ratio: Positive = 1.0
-    max_num_gpus: Count = 250_000
-    min_params_b: Positive = 0.01
+    max_num_gpus: Count = 250_000                  # GPUs in one run
+    min_params_b: Positive = 0.01                  # parameters, billions
     max_params_b: Positive = 100_000.0
-    max_seq_len: Count = 100_000_000
-    max_micro_batch: Count = 100_000
+    max_seq_len: Count = 100_000_000               # tokens
+    max_micro_batch: Count = 100_000               # sequences per GPU per micro-step
     # the shape and machine columns a row may give (the reference files' largest: 128 layers, d_model 25,600,
     # 384 routed experts, expert FFN 32,768, 800 Gb/s per GPU); beyond them the physics overflows into nonsense
     max_n_layers: Count = 10_000
-    max_d_model: Count = 1_000_000
-    max_moe_experts: Count = 100_000
-    max_moe_expert_ffn: Count = 1_000_000
-    max_scale_out_gbps_per_gpu: Positive = 100_000.0
-    max_future_hours: NonNegative = 24.0
+    max_d_model: Count = 1_000_000                 # hidden size
+    max_moe_experts: Count = 100_000               # routed experts (bounds top-k and shared experts too)
+    max_moe_expert_ffn: Count = 1_000_000          # FFN size of one expert
+    max_scale_out_gbps_per_gpu: Positive = 100_000.0   # network per GPU beyond the scale-up domain, Gb/s
+    max_future_hours: NonNegative = 24.0           # hours after the ingest a run's recorded_at may be
 
     def column_bounds(self) -> dict[str, tuple[float, float]]:
         """Contract column -> (lowest, highest) a real run can have, both included: what the suite's
