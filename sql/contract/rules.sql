@@ -50,14 +50,6 @@ regexp_full_match(
     || '(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?'
 );
 
--- What an unreadable cell adds to unparsed_fields: a looked-up cell brings its own; a plain one that does not
--- read (e.g. "1e", or 2.5 for an integer) is column='text' (Python's repr of such text).
-create or replace temp macro telemetry_unparsed(name, text, parsed, looked_up, looked_up_unparsed) as
-case
-    when looked_up then looked_up_unparsed
-    when text is not null and parsed is null then name || '=''' || text || ''''
-end;
-
 -- Values as text the way polars writes them (the record hash below is over this text): floats as DuckDB
 -- writes them except NaN, exponents without a leading zero, and 1e-5 <= |x| < 1e-4 in positional form.
 create or replace temp macro polars_float_text(x) as
@@ -83,3 +75,32 @@ create or replace temp macro telemetry_integer(text, looked_up) as
 case when telemetry_plain_number(text) then telemetry_whole(try_cast(text as double)) else looked_up end;
 create or replace temp macro telemetry_timestamp(text, looked_up) as
 case when telemetry_plain_timestamp(text) then try_cast(telemetry_iso_text(text) as timestamptz) else looked_up end;
+
+-- A number, integer or timestamp cell as {value, unread}: its value (`parsed`) and, when it cannot be read, its text
+-- as Python's repr shows it (what unparsed_fields names). `spelling` is the cell's row of telemetry_spellings (null
+-- unless the cell is not in plain form): a looked-up cell brings its own repr; a plain one that does not read (e.g.
+-- "1e", or 2.5 for an integer) is 'text'.
+create or replace temp macro telemetry_cell(text, spelling, parsed) as
+struct_pack(
+    value := parsed,
+    unread := case
+        when spelling.text is not null then spelling.unread
+        when text is not null and parsed is null then '''' || text || ''''
+    end
+);
+create or replace temp macro telemetry_number_cell(text, spelling) as
+telemetry_cell(text, spelling, telemetry_number(text, spelling.number));
+create or replace temp macro telemetry_integer_cell(text, spelling) as
+telemetry_cell(text, spelling, telemetry_integer(text, spelling.whole));
+create or replace temp macro telemetry_timestamp_cell(text, spelling) as
+telemetry_cell(text, spelling, telemetry_timestamp(text, spelling.moment));
+-- what a cell of column `name` adds to unparsed_fields: name=repr, or nothing when it reads
+create or replace temp macro telemetry_unparsed(name, unread) as name || '=' || unread;
+
+-- The distinct cells of a column the normalisation looks up (sql/contract/spellings_to_look_up.sql): of a number or
+-- timestamp column those not in plain form, of a vocabulary column every one given.
+create or replace temp macro telemetry_unplain_numbers(cell) as
+list(distinct cell) filter (where not telemetry_plain_number(cell));
+create or replace temp macro telemetry_unplain_timestamps(cell) as
+list(distinct cell) filter (where not telemetry_plain_timestamp(cell));
+create or replace temp macro telemetry_given_cells(cell) as list(distinct cell) filter (where cell is not null);

@@ -118,7 +118,7 @@ def folded_gpus(aliases: pl.DataFrame) -> pl.DataFrame:
 SPELLINGS_SCHEMA: dict[str, pl.DataType] = {
     "column_name": pl.String(), "text": pl.String(), "trimmed": pl.String(), "number": pl.Float64(),
     "whole": pl.Int64(), "moment": pl.Datetime("us", "UTC"), "word": pl.String(), "recipe": pl.String(),
-    "unparsed": pl.String(),
+    "unread": pl.String(),
 }
 _TARGET = {"float": "number", "int": "whole", "timestamp": "moment", "checkpointing": "word"}
 
@@ -158,8 +158,8 @@ def _read(text: pl.Series, kind: str, vocabulary: Vocabulary) -> pl.Series:
 def look_up_spellings(found: Mapping[str, list[str] | None], vocabulary: Vocabulary) -> pl.DataFrame:
     """The cells the SQL normalisation does not read itself (sql/contract/spellings_to_look_up.sql: each column's
     distinct cells as read), SPELLINGS_SCHEMA: one row per column and cell, with the cell trimmed (`trimmed`; null when
-    blank), its contract value (`number`, `whole`, `moment` or `word`, and a precision's `recipe`) and what
-    `unparsed_fields` says of a cell that cannot be read (column='text', the text as Python's repr shows it)."""
+    blank), its contract value (`number`, `whole`, `moment` or `word`, and a precision's `recipe`) and, for a cell
+    that cannot be read, its text as Python's repr shows it (`unread`: unparsed_fields names it column=repr)."""
     frames = [pl.DataFrame(schema=SPELLINGS_SCHEMA)]
     for column, cells in found.items():
         if not cells:
@@ -178,8 +178,8 @@ def look_up_spellings(found: Mapping[str, list[str] | None], vocabulary: Vocabul
         else:
             parsed = _read(text, kind, vocabulary)
             values[_TARGET[kind]] = parsed
-            values["unparsed"] = [f"{column}={t!r}" if t is not None and v is None else None
-                                  for t, v in zip(text.to_list(), parsed.to_list(), strict=True)]
+            values["unread"] = [repr(t) if t is not None and v is None else None
+                                for t, v in zip(text.to_list(), parsed.to_list(), strict=True)]
         frame = pl.DataFrame(values).with_columns(
             *[pl.lit(None, dtype).alias(name) for name, dtype in SPELLINGS_SCHEMA.items() if name not in values])
         frames.append(frame.select(list(SPELLINGS_SCHEMA)).cast(SPELLINGS_SCHEMA))  # type: ignore[arg-type]
