@@ -24,7 +24,7 @@ import polars as pl
 
 from bench.common import Configured
 from tasks import config_files
-from tasks.features import refresh_feature_table
+from tasks.contract.features import refresh_feature_table
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Models
 from tasks.model.design import tokens_per_sec

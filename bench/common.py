@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from tasks import config_files
+from tasks.contract.normalise import load_vocabulary
 from tasks.ranking.workloads import load_workloads
 from tasks.reference import load_reference_tables, read_aliases, reference_paths
 from tasks.settings import PROJECT_ROOT
-from tasks.telemetry.normalise import load_vocabulary
 
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 RESULT_MARKER = "BENCH_RESULT "

@@ -41,7 +41,7 @@ def plain_steps(home: Path) -> dict[str, float]:
     """The nightly's four steps as the plain functions the flows wrap, in a fresh GPUCOST_HOME."""
     fresh_home(home)
     from tasks import config_files
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.predict import load_champion
     from tasks.model.training import read_training_features, train_and_register
     from tasks.prices.ingest import ingest_price_file

@@ -47,7 +47,7 @@ def write_config(target: Path, workloads: int) -> Path:
 def prepare(home: str, catalog: str, config: str) -> dict[str, Any]:
     """Set-up step (not a figure): champion trained on the sample, the generated offers ingested."""
     fresh_home(Path(home))
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.training import read_training_features, train_and_register
     from tasks.prices.ingest import PriceSource, ingest_price_file
     from tasks.telemetry.ingest import ingest_telemetry_file

@@ -17,15 +17,15 @@ SECTION = "3. training"
 
 
 def training_features(rows: int) -> Any:
-    """Feature rows (contract 1) for `rows` generated runs: normalise_runs -> build_features (not timed)."""
-    from tasks.features import build_features
-    from tasks.telemetry.normalise import normalise_runs
+    """Feature rows (contract 1) for `rows` generated runs: normalise_rows -> build_features (not timed)."""
+    from tasks.contract.features import build_features
+    from tasks.contract.normalise import normalise_rows
     from tasks.warehouse import connect
 
     loaded = Configured()
     con = connect(loaded.resources.warehouse)
     aliases = loaded.load_tables(con)
-    runs = normalise_runs(telemetry_runs(rows), aliases, loaded.telemetry_options()["vocabulary"])
+    runs = normalise_rows(con, telemetry_runs(rows), aliases, loaded.telemetry_options()["vocabulary"])
     features = build_features(con, runs, str(loaded.reference.path("model_shapes")),
                               str(loaded.reference.path("matmul_ceilings")))
     con.close()

@@ -35,7 +35,7 @@ def open_warehouse() -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
         reference.load_reference_tables(con)
         return con, reference.read_aliases(), {}, {}
     from tasks import config_files
-    from tasks.telemetry.normalise import load_vocabulary
+    from tasks.contract.normalise import load_vocabulary
 
     settings = config_files.settings()
     resources, telemetry = config_files.resources(settings), config_files.telemetry()

@@ -15,7 +15,9 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.ingest_runner import ingest_files
 from tasks import config_files
-from tasks.features import refresh_feature_table
+from tasks.contract.features import refresh_feature_table
+from tasks.contract.normalise import load_vocabulary
+from tasks.contract.schema import TelemetryValidation
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.landing import apply_retention, landing_report, say_landed_problems
 from tasks.ingest.landing import recover as recover_landing
@@ -24,11 +26,10 @@ from tasks.ingest.registry import FileOutcome
 from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases, reference_paths
 from tasks.sources import configured_telemetry_paths
 from tasks.summary import outcomes_markdown
-from tasks.telemetry.config import MlflowTelemetry, TelemetryValidation
+from tasks.telemetry.config import MlflowTelemetry
 from tasks.telemetry.ingest import DATASET, telemetry_dataset, telemetry_source
 from tasks.telemetry.mlflow_ingest import configured_mlflow_sources, ingest_mlflow_source
 from tasks.telemetry.mlflow_source import MlflowMappingError, MlflowSource, redact_uri
-from tasks.telemetry.normalise import load_vocabulary
 from tasks.warehouse import warehouse
 
 

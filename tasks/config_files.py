@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from tasks import config
 from tasks.config import Count, MemoryLimit, NonNegative, Strict
+from tasks.contract.schema import Telemetry
 from tasks.fetch.config import fetch_config_model
 from tasks.ingest.config import IngestSettings
 from tasks.model.config import Models, models_config
@@ -20,7 +21,7 @@ from tasks.ranking.workloads import load_workloads, workloads_config
 from tasks.reference import ReferenceFiles, check_reference_files, reference_paths
 from tasks.settings import Resources, locate
 from tasks.sources import Sources
-from tasks.telemetry.config import MlflowTelemetry, Telemetry, mlflow_telemetry_config, telemetry_config
+from tasks.telemetry.config import MlflowTelemetry, mlflow_telemetry_config, telemetry_config
 
 # ----------------------------------------------------------------- settings.toml: the application's own sections
 

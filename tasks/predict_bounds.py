@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from tasks.telemetry.config import TelemetryValidation, outside_bounds
+from tasks.contract.schema import TelemetryValidation, outside_bounds
 
 ROW = "_predict_row"
 

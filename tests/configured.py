@@ -12,9 +12,9 @@ import polars as pl
 
 from tasks import config_files
 from tasks.config_files import Settings
+from tasks.contract.normalise import load_vocabulary
 from tasks.reference import ReferenceFiles, load_reference_tables, read_aliases, reference_paths
 from tasks.settings import Resources
-from tasks.telemetry.normalise import load_vocabulary
 
 
 def settings() -> Settings:

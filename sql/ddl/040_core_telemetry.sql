@@ -1,5 +1,5 @@
 -- Training runs, one current row per run_id, in the telemetry contract's vocabulary (normalised by
--- tasks/telemetry/normalise.py, validated by expectations/telemetry.json). One row per run_id is the ingest's
+-- tasks/contract/normalise.py, validated by expectations/telemetry.json). One row per run_id is the ingest's
 -- rule (sql/telemetry/classify_runs.sql, one transaction per file), not a primary key: the key's index made
 -- storing 10^6 runs 1.8 s slower and held every run_id in memory (warehouses made with the key lose it in
 -- tasks/warehouse.py::migrate).

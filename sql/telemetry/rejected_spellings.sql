@@ -1,4 +1,4 @@
--- The spelling columns of the rejected runs (tasks/telemetry/normalise.py::unknown_spellings lists them).
+-- The spelling columns of the rejected runs (tasks/telemetry/ingest.py::unknown_spellings lists them).
 select staged.unknown_precision, staged.unknown_workload, staged.unparsed_fields
 from staging_file_rows as staged
 inner join staging_file_failures as failures on staged._row_id = failures._row_id

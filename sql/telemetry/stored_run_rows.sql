@@ -6,15 +6,8 @@ select
     _row_id,
     run_id, gpu, gpu_name, num_gpus, model_name, params_b, active_params_b, n_layers, d_model,
     moe_experts, moe_top_k, moe_expert_ffn, moe_shared_experts, scale_up_domain_gpus, scale_out_gbps_per_gpu, seq_len,
-    precision,
-    precision_name,
-    precision_recipe,
-    workload,
-    micro_batch,
-    global_batch_tokens,
-    parallelism,
-    activation_checkpointing,
-    framework, optimizer, learning_rate, avg_power_w, mfu_reported, tokens_processed, wall_seconds,
-    tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name, record_hash,
+    precision, precision_name, precision_recipe, workload, micro_batch, global_batch_tokens, parallelism,
+    activation_checkpointing, framework, optimizer, learning_rate, avg_power_w, mfu_reported, tokens_processed,
+    wall_seconds, tokens_per_sec_per_gpu, recorded_at, source, quality_flag, workload_name, record_hash,
     source_line
 from staging_file_rows;

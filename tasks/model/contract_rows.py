@@ -1,9 +1,10 @@
 """Telemetry-contract rows -> the model's feature rows: the one place a prediction's features are engineered.
 
 The registered pyfunc (tasks.model.serving) runs this inside `predict`, with the reference files it carries as
-MLflow artifacts; `gpucost predict` and the ranking reach it through that pyfunc. Rows are normalised
-(spellings, types: tasks.telemetry.normalise), joined to the GPU specs, shapes and matmul ceilings, and given
-their physics bound by the feature SQL (tasks.features), in an in-memory DuckDB (never the warehouse).
+MLflow artifacts; `gpucost predict` and the ranking reach it through that pyfunc. Rows are normalised by the
+contract's one normaliser (spellings, types: tasks.contract.normalise, the ingest's own SQL), joined to the GPU
+specs, shapes and matmul ceilings, and given their physics bound by the feature SQL (tasks.contract.features), all
+in one in-memory DuckDB (never the warehouse).
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ import duckdb
 import pandas as pd
 import polars as pl
 
-from tasks.features import build_features
+from tasks.contract.features import build_features
+from tasks.contract.normalise import load_vocabulary, normalise_rows
+from tasks.contract.schema import INPUT_KINDS, REQUIRED_COLUMNS, Telemetry, outside_bounds, plain_number
 from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
 from tasks.sql_files import execute
-from tasks.telemetry.config import Telemetry, outside_bounds, plain_number
-from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS
-from tasks.telemetry.normalise import load_vocabulary, normalise_runs
 
 # What a prediction needs: the contract's required columns except the run id (throughput is what it predicts).
 PREDICTION_REQUIRED_COLUMNS = tuple(c for c in REQUIRED_COLUMNS if c != "run_id")
@@ -52,7 +52,7 @@ def files_digest(files: Mapping[str, Path | str]) -> str:
 
 def contract_frame(rows: pd.DataFrame | pl.DataFrame) -> pl.DataFrame:
     """Rows as a caller gives them (CSV text, or pandas' own types: numbers, booleans, all-NaN columns) ->
-    polars, contract columns only. Values are parsed (and unreadable ones reported) by normalise_runs."""
+    polars, contract columns only. Values are parsed (and unreadable ones reported) by the normaliser."""
     if isinstance(rows, pl.DataFrame):
         return rows.select([c for c in CONTRACT_INPUT_COLUMNS if c in rows.columns])
     columns = {}
@@ -70,7 +70,7 @@ def contract_frame(rows: pd.DataFrame | pl.DataFrame) -> pl.DataFrame:
 class ContractFeatures:
     """How contract rows become feature rows: the spelling vocabulary and the reference files."""
 
-    vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.telemetry.normalise.load_vocabulary at training
+    vocabulary: Mapping[str, Mapping[str, Any]]    # tasks.contract.normalise.load_vocabulary at training
     files: Mapping[str, str]                       # REFERENCE_FILES name -> local path
     # config/telemetry.toml [validation] bounds at training, (column, lowest, highest): a row outside them is not
     # scored, as the ingest quarantines it (versions registered before: none, those rows scored as they were)
@@ -92,14 +92,13 @@ class ContractFeatures:
         """Feature rows (build_features output, in input order) and why each row cannot be scored (None: it can)."""
 
         files = {name: Path(path) for name, path in self.files.items()}
-        vocabulary = {k: dict(v) for k, v in self.vocabulary.items()}
-        runs = normalise_runs(rows.drop([c for c in IGNORED_INPUT_COLUMNS if c in rows.columns]),
-                              read_aliases(files["gpu_aliases"]), vocabulary)
         con = duckdb.connect(":memory:")
         try:
             for name in MEMORY_SETUP:
                 execute(con, name)
             load_reference_tables(con, {"gpu_specs": files["gpu_specs"], "gpu_aliases": files["gpu_aliases"]})
+            runs = normalise_rows(con, rows.drop([c for c in IGNORED_INPUT_COLUMNS if c in rows.columns]),
+                                  read_aliases(files["gpu_aliases"]), self.vocabulary)
             features = build_features(con, runs, str(files["model_shapes"]), str(files["matmul_ceilings"]))
         finally:
             con.close()
@@ -110,7 +109,7 @@ class ContractFeatures:
 FINITE_COLUMNS = ("params_b", "active_params_b", "scale_out_gbps_per_gpu")
 def unscored_reasons(runs: pl.DataFrame, features: pl.DataFrame,
                      limits: tuple[tuple[str, float, float], ...] = ()) -> list[str | None]:
-    """Why each row cannot be scored (None when it can). `runs` are normalise_runs output and `features`
+    """Why each row cannot be scored (None when it can). `runs` are normalise_rows output and `features`
     build_features output for the same rows, in the same order; `limits` the config/telemetry.toml [validation]
     bounds, (column, lowest, highest) (TelemetryValidation.column_bounds)."""
     reasons: list[str | None] = []

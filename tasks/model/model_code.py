@@ -29,9 +29,11 @@ from tasks.settings import PROJECT_ROOT, SQL_DIR
 PYFUNC_MODULE = "tasks.model.serving"
 PACKAGE = "tasks"
 # what the contract features run (tasks.model.contract_rows.ContractFeatures.build, MEMORY_SETUP first): the
-# schemas, the FLOPs macros, the GPU specs and aliases loaded, the feature SQL
+# schemas, the FLOPs macros, the GPU specs and aliases loaded, the contract's normaliser (sql/contract/, run by
+# tasks.contract.normalise), the feature SQL
 MODEL_SQL = ("ddl/000_schemas.sql", "ddl/041_flops_macros.sql", "common/load_gpu_specs.sql",
-             "common/load_gpu_aliases.sql", "features/build_features.sql")
+             "common/load_gpu_aliases.sql", "contract/rules.sql", "contract/cells.sql",
+             "contract/spellings_to_look_up.sql", "contract/normalised_runs.sql", "features/build_features.sql")
 
 
 def pip_requirements() -> list[str]:

@@ -20,6 +20,7 @@ import mlflow
 import polars as pl
 from mlflow.entities.model_registry import ModelVersion
 
+from tasks.contract.schema import Telemetry
 from tasks.model.contract_rows import PREDICTION_REQUIRED_COLUMNS, ContractFeatures, contract_frame
 from tasks.model.serving import (
     EXTRAPOLATION,
@@ -37,7 +38,6 @@ from tasks.model.tracking import (
 )
 from tasks.predict_bounds import score_within_bounds
 from tasks.reference import ReferenceFiles
-from tasks.telemetry.config import Telemetry
 from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
@@ -177,7 +177,7 @@ class PredictInputError(ValueError):
 
 
 def read_rows(path: Path) -> pl.DataFrame:
-    """The input rows, read as the telemetry ingest reads a file (CSV and JSON Lines as text: normalise_runs
+    """The input rows, read as the telemetry ingest reads a file (CSV and JSON Lines as text: the normaliser
     parses it), but Parquet as typed, so that the output gives the input columns back as they were. A file that
     cannot be read (empty, a line of the wrong number of fields, not UTF-8, a damaged Parquet file) raises
     PredictInputError naming the file and what is wrong."""

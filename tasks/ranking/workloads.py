@@ -11,9 +11,9 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from tasks import config
 from tasks.config import Positive, Strict
+from tasks.contract.schema import WorkloadType
 from tasks.ranking.config import Ranking
 from tasks.settings import ConfigError, config_dir
-from tasks.telemetry.contract import WorkloadType
 
 WORKLOAD_SCHEMA: dict[str, pl.DataType] = {
     "workload": pl.String(),

@@ -1,119 +1,15 @@
-"""config/telemetry.toml (spelling tables, validation bounds) and config/mlflow_telemetry.toml (how MLflow runs
-map onto the telemetry contract), as typed models over the contract's vocabularies."""
+"""config/mlflow_telemetry.toml (how MLflow runs map onto the telemetry contract) as typed models, and the loaders
+of it and of config/telemetry.toml (the contract's spelling tables and bounds: tasks.contract.schema.Telemetry)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from tasks import config
-from tasks.config import Count, NonNegative, Positive, Strict
-from tasks.telemetry.contract import (
-    INPUT_KINDS,
-    LOW_PRECISION_FAMILIES,
-    MLFLOW_READER_FIELDS,
-    CheckpointingKind,
-    PrecisionFamily,
-    PrecisionRecipe,
-    WorkloadType,
-)
-
-
-class PrecisionSpec(Strict):
-    family: PrecisionFamily
-    recipe: PrecisionRecipe
-
-    @field_validator("recipe")
-    @classmethod
-    def _recipe_fits_family(cls, recipe: str, info: Any) -> str:
-        family = info.data.get("family")
-        if family is not None and (family in LOW_PRECISION_FAMILIES) != (recipe != "none"):
-            raise ValueError(f"fp8/fp4 name their recipe, other families have recipe 'none' (got {family} {recipe})")
-        return recipe
-
-
-Family = PrecisionFamily
-
-
-def plain_number(value: float) -> str:
-    """A whole number in full (1000001, not 1e+06, which reads as the bound 1000000), other numbers as %g."""
-    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
-
-
-def outside_bounds(column: str, value: str, low: float, high: float) -> str:
-    """Why `value` (as the row gives it) is outside TelemetryValidation.column_bounds: the words `gpucost predict`
-    says of a cell and the registered model of a row."""
-    return f"{column} {value} outside {plain_number(low)}..{plain_number(high)} (config/telemetry.toml [validation])"
-
-
-class TelemetryValidation(Strict):
-    """config/telemetry.toml [validation]: the physical bounds of a training run (expectations/telemetry.json)."""
-
-    min_implied_peak_ratio: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] = 0.005
-    max_implied_peak_ratio: Positive = 1.0
-    max_num_gpus: Count = 250_000
-    min_params_b: Positive = 0.01
-    max_params_b: Positive = 100_000.0
-    max_seq_len: Count = 100_000_000
-    max_micro_batch: Count = 100_000
-    # the shape and machine columns a row may give (the reference files' largest: 128 layers, d_model 25,600,
-    # 384 routed experts, expert FFN 32,768, 800 Gb/s per GPU); beyond them the physics overflows into nonsense
-    max_n_layers: Count = 10_000
-    max_d_model: Count = 1_000_000
-    max_moe_experts: Count = 100_000
-    max_moe_expert_ffn: Count = 1_000_000
-    max_scale_out_gbps_per_gpu: Positive = 100_000.0
-    max_future_hours: NonNegative = 24.0
-
-    def column_bounds(self) -> dict[str, tuple[float, float]]:
-        """Contract column -> (lowest, highest) a real run can have, both included: what the suite's
-        range expectations check at ingest and what `gpucost predict` holds its input rows to."""
-        return {
-            "num_gpus": (1, self.max_num_gpus),
-            "params_b": (self.min_params_b, self.max_params_b),
-            "active_params_b": (self.min_params_b, self.max_params_b),
-            "seq_len": (1, self.max_seq_len),
-            "micro_batch": (1, self.max_micro_batch),
-            "n_layers": (1, self.max_n_layers),
-            "d_model": (1, self.max_d_model),
-            "moe_experts": (1, self.max_moe_experts),
-            "moe_top_k": (1, self.max_moe_experts),
-            "moe_shared_experts": (0, self.max_moe_experts),
-            "moe_expert_ffn": (1, self.max_moe_expert_ffn),
-            "scale_up_domain_gpus": (1, self.max_num_gpus),
-            # 0 itself is refused too (a network of no bandwidth: the suite's strict minimum)
-            "scale_out_gbps_per_gpu": (0, self.max_scale_out_gbps_per_gpu),
-        }
-
-    @model_validator(mode="after")
-    def _floor_below_ceiling(self) -> TelemetryValidation:
-        if self.min_implied_peak_ratio >= self.max_implied_peak_ratio:
-            raise ValueError("min_implied_peak_ratio must be below max_implied_peak_ratio")
-        return self
-
-
-class Telemetry(Strict):
-    """config/telemetry.toml: the spelling tables and the validation threshold."""
-
-    validation: TelemetryValidation = TelemetryValidation()
-    precision: dict[str, Family | PrecisionSpec] = {}
-    precision_prefix: dict[str, PrecisionSpec] = {}
-    workload: dict[str, WorkloadType] = {}
-    activation_checkpointing: dict[str, CheckpointingKind] = {}
-
-    @field_validator("precision")
-    @classmethod
-    def _low_precision_names_its_recipe(cls, table: dict[str, Any]) -> dict[str, Any]:
-        for key, value in table.items():
-            if isinstance(value, str) and value in LOW_PRECISION_FAMILIES:
-                raise ValueError(f"{key!r} = {value!r}: fp8/fp4 spellings name their recipe, e.g. "
-                                 f'{{ family = "{value}", recipe = "delayed" }}')
-        return table
-
-    def family_and_recipe(self, value: str | PrecisionSpec) -> tuple[str, str]:
-        """A [precision] value: "bf16" (family, recipe none) or { family = "fp8", recipe = "rowwise" }."""
-        return (value, "none") if isinstance(value, str) else (value.family, value.recipe)
+from tasks.config import Count, NonNegative, Strict
+from tasks.contract.schema import INPUT_KINDS, MLFLOW_READER_FIELDS, Telemetry
 
 
 class MlflowDefaults(Strict):

@@ -6,14 +6,16 @@ one file, and the store SQL (one current record per run_id, older records kept i
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
+from tasks.contract.normalise import as_arrow, normalised_records
+from tasks.contract.schema import INPUT_KINDS, TelemetryValidation
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.lifecycle import (
     Dataset,
@@ -29,9 +31,6 @@ from tasks.ingest.lifecycle import quarantine_unreadable as _quarantine_unreadab
 from tasks.ingest.registry import FileOutcome, is_transient
 from tasks.ingest.source import FileSource
 from tasks.ingest.validation import ROW_KEY
-from tasks.telemetry.config import TelemetryValidation
-from tasks.telemetry.contract import INPUT_KINDS
-from tasks.telemetry.normalise import canonical_gpus, folded_gpus, look_up_spellings, unknown_spellings
 from tasks.telemetry.readers import (
     RAW_VALUES,
     SOURCE_LINE,
@@ -43,16 +42,7 @@ from tasks.telemetry.readers import (
 from tasks.warehouse import execute, query, registered
 
 DATASET = "telemetry"
-# The contract's columns, as an empty table of text: read by name beside the records, it gives the normalisation
-# every column (null where the file has none; sql/telemetry/contract_cells.sql).
-CONTRACT_COLUMNS = pa.table({name: pa.array([], pa.string()) for name in INPUT_KINDS})
 IDENTICAL_DUPLICATE = "identical duplicate of an earlier row with the same run_id in this file (kept the first)"
-
-
-def as_arrow(frame: pl.DataFrame) -> pa.Table:
-    """The frame as Arrow with string views, which DuckDB scans in place; a polars frame registered as is
-    is converted with every string copied (about 0.5 s and 0.7 GB per 10^6 telemetry rows)."""
-    return frame.to_arrow(compat_level=pl.CompatLevel.newest())
 
 
 def telemetry_dataset(
@@ -124,25 +114,11 @@ class TelemetryRuns:
         return Staged(rows_read=rows, skipped_by_reason=skipped)
 
     def _normalise(self, con: duckdb.DuckDBPyConnection, file: FileContext) -> int:
-        """staging_file_records -> staging_file_rows in SQL (sql/telemetry/normalise_runs.sql, stage_runs.sql, then
-        duplicate_runs.sql), the rows stored once; the few texts SQL does not read itself (spellings, numbers and
-        timestamps not in plain form) are looked up by tasks/telemetry/normalise.py once per distinct text.
-        Returns the records read."""
-        execute(con, "telemetry/normalise_macros")
-        with (
-            registered(con, "telemetry_contract_columns", CONTRACT_COLUMNS),
-            registered(con, "telemetry_gpu_lookup", as_arrow(canonical_gpus(self.aliases))),
-            registered(con, "telemetry_gpu_folded", as_arrow(folded_gpus(self.aliases))),
-        ):
-            execute(con, "telemetry/contract_cells")
-            counted = query(con, "telemetry/spellings_to_look_up")
-            found = dict(zip(counted.columns, counted.fetchall()[0], strict=True))
-            rows: int = found.pop("records")
-            spellings = look_up_spellings(found, self.vocabulary)
-            with registered(con, "telemetry_spellings", as_arrow(spellings)):
-                execute(con, "telemetry/normalise_runs")
-                execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
-                execute(con, "telemetry/drop_normalised_runs")
+        """staging_file_records -> staging_file_rows: the contract's normaliser (tasks/contract/normalise.py), then
+        stage_runs.sql and duplicate_runs.sql, the rows stored once. Returns the records read."""
+        with normalised_records(con, self.aliases, self.vocabulary) as rows:
+            execute(con, "telemetry/stage_runs", {"ingested_at": file.ingested_at})
+            execute(con, "telemetry/drop_normalised_runs")
         execute(con, "telemetry/duplicate_runs")
         return rows
 
@@ -193,6 +169,26 @@ class TelemetryRuns:
                 **{k: counts.get(k, 0) for k in ("new", "newer", "unchanged", "older")}
             )
         ]
+
+
+_UNPARSED_CHECKPOINTING = re.compile(r"""activation_checkpointing=('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def unknown_spellings(rejected: pl.DataFrame) -> list[str]:
+    """Spellings the vocabulary does not know, with their row counts, for the ingest summary:
+    ["precision 'int3' x 2", ...] (what to add to config/telemetry.toml). `rejected` are staged rows
+    (sql/telemetry/stage_runs.sql columns unknown_precision / unknown_workload, and unparsed_fields)."""
+    found: dict[tuple[str, str], int] = {}
+    for column, field in (("unknown_precision", "precision"), ("unknown_workload", "workload")):
+        if column in rejected.columns:
+            for value in rejected[column].drop_nulls().to_list():
+                found[(field, repr(value))] = found.get((field, repr(value)), 0) + 1
+    if "unparsed_fields" in rejected.columns:
+        for text in rejected["unparsed_fields"].drop_nulls().to_list():
+            for value in _UNPARSED_CHECKPOINTING.findall(text):
+                key = ("activation_checkpointing", value)
+                found[key] = found.get(key, 0) + 1
+    return [f"{field} {value} × {count}" for (field, value), count in sorted(found.items())]
 
 
 def ingest_telemetry_file(

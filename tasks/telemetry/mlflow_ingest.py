@@ -20,11 +20,12 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks.contract.schema import TelemetryValidation
 from tasks.ingest.config import IngestLimits
 from tasks.ingest.quarantine import quarantine_rows
 from tasks.ingest.registry import FileOutcome, already_ingested, record_file
 from tasks.sources import Sources
-from tasks.telemetry.config import MlflowTelemetry, TelemetryValidation
+from tasks.telemetry.config import MlflowTelemetry
 from tasks.telemetry.ingest import DATASET, ingest_telemetry_records
 from tasks.telemetry.mlflow_source import (
     SOURCE_PREFIX,

@@ -27,9 +27,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import polars as pl
 
+from tasks.contract.schema import MLFLOW_READER_FIELDS as READER_FIELDS
+from tasks.contract.schema import REQUIRED_COLUMNS
 from tasks.telemetry.config import MlflowTelemetry
-from tasks.telemetry.contract import MLFLOW_READER_FIELDS as READER_FIELDS
-from tasks.telemetry.contract import REQUIRED_COLUMNS
 from tasks.telemetry.readers import RAW_VALUES, SOURCE_LINE
 
 SOURCE_PREFIX = "mlflow:"

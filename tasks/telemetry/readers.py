@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from tasks.contract.schema import INPUT_KINDS, REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
 from tasks.ingest.registry import is_transient
-from tasks.telemetry.contract import INPUT_KINDS, REQUIRED_COLUMNS, THROUGHPUT_COLUMN, THROUGHPUT_PAIR
 from tasks.warehouse import execute, query
 
 SOURCE_LINE = "_source_line"  # 1-based line (CSV: where the record starts; JSON Lines) or record (Parquet)

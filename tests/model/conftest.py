@@ -40,7 +40,7 @@ kind = "constant_mfu"
 
 def ingested_features(root: Path, files: list[Path]) -> pl.DataFrame:
     """features.training_runs after a real ingest of `files` into a fresh warehouse under `root` (real SQL)."""
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.training import read_training_features
     from tasks.telemetry.ingest import ingest_telemetry_file
     from tasks.warehouse import warehouse

@@ -15,7 +15,7 @@ from tests.conftest import TELEMETRY_SAMPLES
 def test_train_flow_reads_the_feature_table_and_registers_a_champion(prefect_harness, con, small_config_dir: Path,
                                                                      use_config) -> None:
     from flows.train import train
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.predict import load_champion
     from tasks.telemetry.ingest import ingest_telemetry_file
 

@@ -12,9 +12,9 @@ import pytest
 from mlflow.exceptions import MlflowException
 from typer.testing import CliRunner
 
+from tasks.contract.schema import INPUT_KINDS
 from tasks.model.predict import NoChampionError, load_champion, predict_file
 from tasks.model.tracking import connect_tracking
-from tasks.telemetry.contract import INPUT_KINDS
 from tests import configured
 from tests.conftest import FIXTURES
 

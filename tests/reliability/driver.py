@@ -137,7 +137,7 @@ def ingest_prices(files: tuple[tuple[str, str, str], ...], pause_at: str | None 
 
 
 def ingest_telemetry(path: Path, pause_at: str | None = None) -> Any:
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.telemetry.ingest import ingest_telemetry_file
     from tasks.warehouse import warehouse
 

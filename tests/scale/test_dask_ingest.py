@@ -101,7 +101,7 @@ class Reference:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.ingest.lifecycle import ingest_file
     from tasks.prices.ingest import price_dataset
     from tasks.telemetry.ingest import telemetry_dataset, telemetry_source
@@ -131,7 +131,7 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
     apply in order, against ingest_file (staged inline) one file at a time at the same ingest time: identical
     tables.
     Then the same batch again: nothing staged or stored twice."""
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.ingest.lifecycle import apply, stage_jobs, stage_unit
     from tasks.prices.ingest import price_dataset
     from tasks.telemetry.ingest import telemetry_dataset, telemetry_source

@@ -111,17 +111,17 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
 ) -> None:
     """Fault injection (fake failure): the normaliser's look-up (look_up_spellings) raising something no parse rule
     expects."""
-    import tasks.telemetry.ingest as telemetry_ingest
+    import tasks.contract.normalise as contract_normalise
 
     first, second = tmp_path / "first.csv", tmp_path / "second.csv"
     sample_rows(GOOD).write_csv(first)
     sample_rows(A100).write_csv(second)
-    real_look_up = telemetry_ingest.look_up_spellings
+    real_look_up = contract_normalise.look_up_spellings
 
     def broken(*args: object, **kwargs: object) -> pl.DataFrame:
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", broken)
+    monkeypatch.setattr(contract_normalise, "look_up_spellings", broken)
     bad = ingest(con, first)
     assert (bad.status, bad.error) == ("quarantined", "cannot normalise: RuntimeError: injected fault")
     files = con.sql("select source_file, error from quarantine.rejected_files").fetchall()
@@ -133,7 +133,7 @@ def test_an_unexpected_error_while_normalising_quarantines_the_file_and_the_next
     assert con.sql("select status from raw.ingested_files where source_file = ?", params=[str(first)]).fetchall() == [
         ("quarantined",)
     ]
-    monkeypatch.setattr(telemetry_ingest, "look_up_spellings", real_look_up)
+    monkeypatch.setattr(contract_normalise, "look_up_spellings", real_look_up)
     good = ingest(con, second)
     # the one A100 run (sample line 79) loads
     assert (good.status, good.rows_loaded) == ("loaded", 1)
@@ -224,7 +224,7 @@ def test_a_run_whose_ep_exceeds_its_models_experts_is_stored_but_kept_out_of_tra
                                                                                      caplog) -> None:
     """The bundled Qwen3-30B-A3B run (128 routed experts, model_shapes.csv) at EP 8, and the same run at EP 256: both
     stored (nothing lost), the EP 256 one not learned from, as `gpucost predict` refuses to score it, with a warning."""
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.training import read_training_features
 
     run = "nemo-automodel-6330f05850"   # sample line 264: "FSDP 8 TP 1 PP 1 CP 1 EP 8 GA 16"

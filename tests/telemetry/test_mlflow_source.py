@@ -318,7 +318,7 @@ def test_ingested_runs_train_the_model_and_count_in_the_ranking(
     import shutil
 
     from tasks.config_files import load_config
-    from tasks.features import refresh_feature_table
+    from tasks.contract.features import refresh_feature_table
     from tasks.model.predict import load_champion
     from tasks.model.training import read_training_features, train_and_register
     from tasks.publishing.night import publish_night

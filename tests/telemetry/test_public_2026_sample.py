@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.features import refresh_feature_table
+from tasks.contract.features import refresh_feature_table
 from tests import configured
 from tests.conftest import TELEMETRY_SAMPLES
 from tests.telemetry.helpers import ingest, rejected

@@ -6,10 +6,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tasks.features import build_features, refresh_feature_table
+from tasks.contract.features import build_features, refresh_feature_table
+from tasks.contract.normalise import normalise_rows
+from tasks.contract.schema import FEATURE_COLUMNS
 from tasks.ingest.landing import landed_lines
-from tasks.telemetry.contract import FEATURE_COLUMNS
-from tasks.telemetry.normalise import normalise_runs
 from tests import configured
 from tests.telemetry.helpers import SAMPLE, ingest, rejected
 
@@ -121,9 +121,9 @@ def test_unknown_model_shape_has_no_attention_term(sample_features) -> None:
 
 
 def test_build_features_on_prediction_input_without_throughput(con) -> None:
-    runs = normalise_runs(pl.DataFrame({"run_id": ["w1", "w2"], "gpu": ["A100-80GB", "H100"], "num_gpus": [8, 16],
-                      "model_name": ["MPT-7b", "unknown"], "params_b": [6.7, 7.0], "seq_len": [2048, 4096],
-                      "precision": ["bf16", "fp8"], "workload": ["pretrain", "qlora"]}),
+    runs = normalise_rows(con, pl.DataFrame({"run_id": ["w1", "w2"], "gpu": ["A100-80GB", "H100"], "num_gpus": [8, 16],
+                          "model_name": ["MPT-7b", "unknown"], "params_b": [6.7, 7.0], "seq_len": [2048, 4096],
+                          "precision": ["bf16", "fp8"], "workload": ["pretrain", "qlora"]}),
                           configured.aliases(), configured.vocabulary())
     features = build_features(con, runs, str(configured.reference().path("model_shapes")),
                               str(configured.reference().path("matmul_ceilings")))

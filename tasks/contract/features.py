@@ -9,9 +9,9 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from tasks.contract.schema import FEATURE_COLUMNS, NORMALISED_SCHEMA
 from tasks.reference import ReferenceFiles
 from tasks.sql_files import execute, query, registered
-from tasks.telemetry.contract import FEATURE_COLUMNS, NORMALISED_SCHEMA
 
 FEATURE_ROW = "_feature_row"
 
@@ -30,7 +30,7 @@ def build_features(
 ) -> pl.DataFrame:
     """One feature row per run, in input order, with exactly FEATURE_COLUMNS.
 
-    `runs` are normalised (tasks.telemetry.normalise.normalise_runs) runs; throughput is optional.
+    `runs` are normalised runs (tasks.contract.normalise); throughput is optional.
     Needs core.gpu_specs (tasks.reference.load_reference_tables). The two reference files are the configured
     ones (config/settings.toml [reference]), or the copies a registered model carries."""
     with registered(con, "feature_input", _conform(runs)):
