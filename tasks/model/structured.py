@@ -123,7 +123,8 @@ PRIORS: dict[str, tuple[str, str]] = {
 # version whose config predates one of them still predicts
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
 # physics constants added after versions were registered: such a version predicts with the dataclass default
-DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param"})
+DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param", "lora_base_bytes_per_param",
+                       "qlora_base_bytes_per_param"})
 
 
 # a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
@@ -275,6 +276,8 @@ class StructuredConfig:
     # LoRA / QLoRA (a version registered before these existed gets these values)
     lora_trainable_fraction: float = 0.002   # adapter parameters / base parameters (rank-16 attention adapters)
     qlora_dequant_bytes_per_param: float = 4.5   # per weight pass: read 0.5 B (NF4) + write and read a 2-byte copy
+    lora_base_bytes_per_param: float = 2.0   # memory of LoRA's frozen base per parameter (bf16 weights, no state)
+    qlora_base_bytes_per_param: float = 0.52   # QLoRA's: NF4 0.5 B + its double-quantised scales
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
@@ -632,8 +635,12 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                                        batch_tokens / (lay.dp * micro * seq)), 1.0)
     bubble = np.where(lay.pp > 1, (lay.pp - 1.0) / (lay.vp * np.maximum(microbatches, lay.pp)), 0.0)
 
-    # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP
-    unsharded = cfg.optimizer_bytes_per_param * params / lay.model_parallel
+    # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP; LoRA/QLoRA
+    # hold a frozen base (no gradient, no optimizer state) plus the adapters' optimizer state
+    bytes_per_param = np.where(qlora, cfg.qlora_base_bytes_per_param,
+                               np.where(lora, cfg.lora_base_bytes_per_param, 0.0)
+                               ) + cfg.optimizer_bytes_per_param * np.where(lora, cfg.lora_trainable_fraction, 1.0)
+    unsharded = bytes_per_param * params / lay.model_parallel
     fsdp = lay.fsdp | (~lay.given & np.isfinite(memory) & (unsharded > cfg.fsdp_memory_fraction * memory))
     # optimizer: state of the parameters this GPU holds (sharded by FSDP/ZeRO across data parallel too)
     expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)

@@ -71,3 +71,22 @@ def test_a_family_grouping_without_families_is_left_out_and_one_family_is_one_fo
     # one MoE family: one fold holding it out against the dense rows
     [fold] = cv_folds(data([None, "Grok", None, "Grok"]), ["moe_family"], 10)["moe_family"]
     assert (fold.held_out, fold.train.tolist(), fold.test.tolist()) == ("Grok", [0, 2], [1, 3])
+
+
+def test_an_unnamed_lora_layout_is_fsdp_only_when_its_frozen_base_does_not_fit() -> None:
+    # Llama-2-70B (68.98e9 parameters) LoRA on 8 GPUs, no layout named, as the MLPerf LoRA rows without one. Held
+    # per GPU: the frozen bf16 base 2 B + the adapters' optimizer state 16 B x 0.002 = 2.032 B per parameter:
+    # 140.2 GB. A 180 GB B200 fits it (<= 0.8 x 180 = 144 GB): plain data parallelism, only the adapters'
+    # gradients all-reduced. An 80 GB H100 does not (> 64 GB): FSDP, the base gathered twice per micro-step.
+    # Before, the base was sized as if trained (16 B per parameter: 1,104 GB), and both were priced as FSDP.
+    llama = dict(DDP, params_b=68.98, active_params_b=68.98, n_layers=80, d_model=8192, parallelism="",
+                 workload="lora", micro_batch=1, seq_len=8192, global_batch_tokens=8 * 8192)
+    b200, h100 = dict(llama, gpu_memory_gb=180.0), dict(llama, gpu_memory_gb=80.0)
+    terms = compute_terms(pd.DataFrame([b200, h100]), CONFIG)
+    # B200: the adapters' gradients, 68.98e9 x 0.002 x 2 B x 2 x 7/8 over NVLink 450e9 B/s, per 8,192 tokens
+    assert terms.dp_s[0] == pytest.approx(68.98e9 * 0.002 * 2 * 2 * 7 / 8 / 450e9 / 8192)
+    # H100: 2 gathers of the whole base per micro-step (one micro-step of 8,192 tokens), 68.98e9 x 2 B x 2 x 7/8
+    assert terms.dp_s[1] == pytest.approx(68.98e9 * 2 * 2 * 7 / 8 / 450e9 / 8192)
+    # QLoRA's 4-bit base (0.52 B + 0.032 B = 38.1 GB) fits even the H100: no FSDP
+    qlora = compute_terms(pd.DataFrame([dict(h100, workload="qlora")]), CONFIG)
+    assert qlora.dp_s[0] == pytest.approx(terms.dp_s[0])
