@@ -149,6 +149,7 @@ class Layout:
     cp: int = 1
     ep: int = 1
     etp: int = 0
+    edp: int = 0            # expert data parallelism (Megatron's EDP; 0 = not said)
     vp: int = 1
     grad_accum: int | None = None
     fsdp: bool = False
@@ -173,6 +174,7 @@ def parse_parallelism(text: str | None) -> Layout:
                   or _first_int(r"micro_num\s*(\d+)", t))
     vp_text = _first_int(_NAME_START + r"VPP?" + _SIZE, t)  # Megatron: VPP
     etp_text = _first_int(_NAME_START + r"ETP" + _SIZE, t)
+    edp_text = _first_int(_NAME_START + r"EDP" + _SIZE, t)
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
     # (torchtitan's dp_shard N, N other than 1: FSDP over N ranks, -1 = all the data-parallel ranks)
     fsdp = (bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t, flags=re.IGNORECASE))
@@ -186,7 +188,7 @@ def parse_parallelism(text: str | None) -> Layout:
     if model_parallel and tp_cap and tp == 1 and pp == 1:
         tp = max(1, min(tp_cap, model_parallel))
         pp = max(1, model_parallel // tp)
-    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
+    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0), edp=max(0, edp_text or 0),
                   vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
 
 
@@ -370,6 +372,15 @@ def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, doma
     return values
 
 
+def expert_tensor_parallel_size(layouts: list[Layout], gpus: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """ETP of each run, at most gpus / ep: as named; else, with EDP named, what the GPUs leave for it (Megatron:
+    gpus = ETP x EP x EDP x PP, so 'TP 2 EP 8 EDP 32' on 256 GPUs is ETP 1); else TP (Megatron's default)."""
+    etp = np.array([lay.etp or (gpus_ / (e * lay.edp * lay.pp) if lay.edp else lay.tp)
+                    for lay, gpus_, e in zip(layouts, gpus, ep, strict=True)], dtype="float64")
+    values: np.ndarray = np.minimum(np.maximum(np.floor(etp), 1.0), np.maximum(gpus / ep, 1.0))
+    return values
+
+
 def expert_parallel_size(ep: np.ndarray, model_parallel: np.ndarray, gpus: np.ndarray, fsdp_without_ep: np.ndarray,
                          experts: np.ndarray) -> np.ndarray:
     """EP of a run: as named (at most the run's GPUs); an MoE run with FSDP and no EP named is taken as expert-parallel
@@ -389,13 +400,12 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     texts = _text(frame, "parallelism")
     layouts = [parse_parallelism(t) for t in texts]
     ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in texts])
-    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
     experts = _given(_num(frame, "moe_experts"), np.inf)
     ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
                               model_parallel, gpus, moe & fsdp & ~ep_named, experts)
-    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
+    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     domain = _given(_num(frame, "scale_up_domain_gpus"), default_domain)
     values: np.ndarray = moe & (ep > 1) & (ep * etp > domain)
     return values
@@ -494,11 +504,10 @@ def parallel_layout(frame: pd.DataFrame, gpus: np.ndarray) -> ParallelLayout:
         return np.array([getattr(lay, name) for lay in layouts], dtype="float64")
 
     tp, pp, cp, ep, vp = sizes("tp"), sizes("pp"), sizes("cp"), sizes("ep"), sizes("vp")
-    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     # a layout asking for more GPUs than the run has (e.g. "PP=41" on 8 GPUs) is not believed: no pipeline
     pp = np.where(tp * pp * cp > gpus, 1.0, pp)
     ep = np.minimum(ep, gpus)
-    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
+    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     model_parallel = np.minimum(tp * pp * cp, gpus)
     return ParallelLayout(
         tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, fsdp=np.array([lay.fsdp for lay in layouts]),

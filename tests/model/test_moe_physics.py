@@ -92,6 +92,22 @@ def test_expert_parallelism_leaving_the_domain_is_flagged() -> None:
     assert list(expert_parallel_leaves_domain(rows)) == [False, True, False, True, True, False]
 
 
+def test_expert_data_parallelism_named_gives_the_expert_tensor_parallel_size() -> None:
+    from tasks.model.structured import expert_parallel_leaves_domain
+
+    # Megatron lays 256 GPUs out as ETP x EP x EDP x PP for the experts: "TP 2 EP 8 EDP 32" leaves ETP = 256 / (8 x
+    # 32 x 1) = 1, an EP group of 8 GPUs inside the 8-GPU node. Read as ETP = TP = 2 (Megatron's default when
+    # neither is named), the group was 16 GPUs and its all-to-all was priced over the network.
+    named = dict(QWEN3_30B, num_gpus=256, parallelism="TP 2 PP 1 CP 1 EP 8 EDP 32 DP 128, FSDP on",
+                 global_batch_tokens=8_388_608)
+    default = dict(named, parallelism="TP 2 PP 1 CP 1 EP 8 DP 128, FSDP on")
+    assert list(expert_parallel_leaves_domain(pd.DataFrame([named, default]))) == [False, True]
+    terms = terms_of(named, default)
+    # inside the node: 131,072 B x 7/8 x 48 layers at 450 GB/s x 0.8 (as test_all_to_all_bytes_and_time_inside...)
+    assert terms.a2a_s[0] == pytest.approx(114_688 * 48 / 360e9)
+    assert terms.a2a_s[1] > 5 * terms.a2a_s[0]
+
+
 def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
     terms = terms_of(QWEN3_30B)
     # one MoE layer, per token: dispatch + combine, forward + backward = 4 x top-8 x 2048 x 2 bytes = 131,072 B,
