@@ -382,11 +382,12 @@ def expert_tensor_parallel_size(layouts: list[Layout], gpus: np.ndarray, ep: np.
 
 
 def expert_parallel_size(ep: np.ndarray, model_parallel: np.ndarray, gpus: np.ndarray, fsdp_without_ep: np.ndarray,
-                         experts: np.ndarray) -> np.ndarray:
-    """EP of a run: as named (at most the run's GPUs); an MoE run with FSDP and no EP named is taken as expert-parallel
-    along its FSDP group, at most one expert per GPU (gathering every expert's weights each micro-step over the
-    network is not how such runs are set up)."""
-    values: np.ndarray = np.where(fsdp_without_ep & (ep == 1),
+                         experts: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """EP of a run: as named (at most the run's GPUs). An MoE run with FSDP and no EP named: inside one scale-up
+    domain, EP 1 (the frameworks' default: FSDP shards the experts too and gathers them over NVLink/xGMI); beyond
+    it, expert-parallel along its FSDP group, at most one expert per GPU (gathering every expert's weights each
+    micro-step over the network is not how such runs are set up)."""
+    values: np.ndarray = np.where(fsdp_without_ep & (ep == 1) & (gpus > domain),
                                   np.minimum(np.maximum(gpus / model_parallel, 1.0), experts), ep)
     return values
 
@@ -403,10 +404,10 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
     experts = _given(_num(frame, "moe_experts"), np.inf)
-    ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
-                              model_parallel, gpus, moe & fsdp & ~ep_named, experts)
-    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     domain = _given(_num(frame, "scale_up_domain_gpus"), default_domain)
+    ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
+                              model_parallel, gpus, moe & fsdp & ~ep_named, experts, domain)
+    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     values: np.ndarray = moe & (ep > 1) & (ep * etp > domain)
     return values
 
@@ -627,7 +628,8 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     net = machine(frame, cfg)
     lay = parallel_layout(frame, gpus)
     m = moe_parameters(frame, params, active, shape, cfg)
-    ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts)
+    ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts,
+                              net.domain)
 
     micro = _num(frame, "micro_batch")
     micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
