@@ -102,6 +102,8 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "moe_permute_bytes": (16.0, 0.0, 200.0,
                           "bytes per routed copy per d_model per MoE layer per token (permute, unpermute, routing)"),
     "layer_overhead_us": (20.0, 0.0, 100.0, "microseconds per layer per micro-batch (launches, syncs)"),
+    "expert_load_cv": (0.3, 0.0, 2.0,
+                       "coefficient of variation of one expert's routed tokens per micro-step (router imbalance)"),
     "tp_overlap": (0.5, 0.0, 1.0, "share of tensor-parallel communication hidden behind compute"),
     "dp_overlap": (0.8, 0.0, 1.0, "share of data-parallel / FSDP communication hidden behind compute"),
     "a2a_overlap": (0.3, 0.0, 0.9, "share of MoE all-to-all communication hidden behind compute"),
@@ -310,6 +312,8 @@ class Terms:
     linear_flops: np.ndarray       # FLOPs per token on one GPU's share (dense linear layers, incl. recompute)
     expert_flops: np.ndarray       # FLOPs per token (routed experts, incl. recompute; 0 for dense models)
     expert_gemm_size: np.ndarray   # tokens per expert per micro-step x expert FFN columns per GPU (inf: dense)
+    imbalance_units: np.ndarray    # sqrt(2 ln ep / local experts) (0: no EP): x load CV = slowest rank's excess
+    sampling_cv: np.ndarray        # 1 / sqrt(tokens per expert per micro-step): multinomial noise of the load
     attention_flops: np.ndarray    # FLOPs per token (causal attention, incl. recompute)
     linear_peak: np.ndarray        # FLOP/s: the achievable matmul peak the linear layers run at
     lowp_share: np.ndarray         # share of the linear FLOPs at that (fp8/fp4) peak; the rest at 16 bit
@@ -675,9 +679,17 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     dequant_s = np.where(qlora, cfg.qlora_dequant_bytes_per_param * held * (2.0 + full) / bandwidth / (micro * seq),
                          0.0)
 
+    # load imbalance: an EP rank holds experts / ep experts; the step waits for the most loaded of ep ranks, about
+    # 1 + sqrt(2 ln ep) x its load's CV above the mean (Gaussian maximum), the rank's CV = expert CV / sqrt(local)
+    local = np.maximum(m.experts / np.maximum(ep, 1.0), 1.0)
+    imbalance = np.where(m.moe & (ep > 1), np.sqrt(2.0 * np.log(np.maximum(ep, 1.0)) / local), 0.0)
+    tokens_in = micro * seq / lay.cp * np.minimum(lay.etp / lay.tp, 1.0)
+    per_expert = np.maximum(tokens_in * m.top_k * ep / np.maximum(m.experts, 1.0), 1.0)
+    sampling_cv = np.where(m.moe, 1.0 / np.sqrt(per_expert), 0.0)
     families = dict(cfg.frameworks)
     return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
                  expert_gemm_size=grouped_gemm_size(micro * seq, lay, ep, m),
+                 imbalance_units=imbalance, sampling_cv=sampling_cv,
                  attention_flops=2.0 * seq * shape.attention_width * shape.attention_layers * (3.0 + any_recompute),
                  linear_peak=peaks.linear_peak, lowp_share=peaks.lowp_share, peak_16bit=peaks.peak_16bit,
                  power_ratio=peaks.power_ratio, bandwidth=bandwidth, layer_width=shape.layers * shape.width,
@@ -720,7 +732,8 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
     grouped = np.where(finite, size / (size + p["grouped_gemm_half_size"]), 1.0)
     linear = terms.linear_flops * seconds_per_flop(p["lowp_matmul_ratio"])
     # routed experts in an fp8/fp4 recipe: grouped GEMMs on per-expert quantised copies gain less than dense layers
-    experts = terms.expert_flops * seconds_per_flop(p["lowp_expert_ratio"]) / grouped
+    slowest = 1.0 + terms.imbalance_units * np.sqrt(p["expert_load_cv"] ** 2 + terms.sampling_cv ** 2)
+    experts = terms.expert_flops * seconds_per_flop(p["lowp_expert_ratio"]) / grouped * slowest
     attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"] * clock)
     bytes_per_token = terms.layer_width * (p["activation_bytes"] + np.where(terms.low_precision,
                                                                              p["quantisation_bytes"], 0.0))
@@ -820,7 +833,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
     def _fitted_parameters(self) -> dict[str, float]:
         """The learned values by name; a version fitted before a parameter existed gets what it computed without it
         (routed experts at the linear layers' low-precision ratio)."""
-        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], **self.parameters_}
+        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], "expert_load_cv": 0.0,
+                **self.parameters_}
 
     def predict_log_tokens_per_sec(self, X: pd.DataFrame) -> np.ndarray:
         terms = compute_terms(X, self._cfg())
@@ -866,6 +880,8 @@ def unidentified(terms: Terms) -> list[str]:
         out.append("power_clock_exponent")
     if not terms.moe.any():
         out += ["grouped_gemm_half_size", "moe_permute_bytes"]
+    if not (terms.imbalance_units > 0).any():
+        out.append("expert_load_cv")
     if not (terms.moe & terms.low_precision).any():
         out.append("lowp_expert_ratio")
     if not (terms.a2a_s > 0).any():

@@ -62,6 +62,25 @@ def test_grouped_gemm_size_is_tokens_per_expert_times_expert_ffn() -> None:
     assert parts["experts"][0] == pytest.approx(2 * ungrouped["experts"][0])
 
 
+def test_the_most_loaded_expert_parallel_rank_sets_the_expert_time() -> None:
+    terms = terms_of(QWEN3_30B, dict(QWEN3_30B, parallelism="FSDP 8 GA 16"))
+    # EP 8: each GPU holds 128 / 8 = 16 experts; the step waits for the most loaded of 8 ranks, ~ sqrt(2 ln 8) = 2.039
+    # standard deviations of a rank's load above the mean, a rank's CV being an expert's / sqrt(16):
+    # sqrt(2 ln 8 / 16) = 0.50985
+    assert terms.imbalance_units[0] == pytest.approx(math.sqrt(2 * math.log(8) / 16))
+    assert terms.imbalance_units[0] == pytest.approx(0.50985, rel=1e-4)
+    # the multinomial noise of 8,192 tokens per expert per micro-step: 1 / sqrt(8192) = 0.011049
+    assert terms.sampling_cv[0] == pytest.approx(1 / math.sqrt(8192))
+    # expert load CV 0.3: 1 + 0.50985 x sqrt(0.3^2 + 0.011049^2) = 1.15306 x the expert time of a balanced router
+    # (its own noise only: 1 + 0.50985 x 0.011049 = 1.00563)
+    loaded = step_time_parts(terms, dict(PARAMS, expert_load_cv=0.3))["experts"]
+    balanced = step_time_parts(terms, dict(PARAMS, expert_load_cv=0.0))["experts"]
+    assert loaded[0] / balanced[0] == pytest.approx(1.15306 / 1.00563, rel=1e-4)
+    # EP 1 (no EP inside one node): every GPU runs every expert on its own tokens, no rank waits for another
+    assert terms.imbalance_units[1] == 0.0
+    assert loaded[1] == pytest.approx(balanced[1])
+
+
 def test_fp8_grouped_gemms_run_at_their_own_low_precision_ratio() -> None:
     fp8 = dict(QWEN3_30B, precision="fp8", precision_recipe="delayed")
     terms = terms_of(fp8)
@@ -162,7 +181,7 @@ HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_o
 PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio": 0.9,
           "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
-          "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
+          "layer_overhead_us": 20.0, "expert_load_cv": 0.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
           "power_clock_exponent": 1.0 / 3.0}
 
 
