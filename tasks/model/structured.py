@@ -20,7 +20,9 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 - t_experts (MoE): routed experts, 2 x top_k x ffn_matrices x d_model x expert_ffn x MoE layers x passes FLOPs,
   at the same peaks, times the grouped-GEMM efficiency S / (S + `grouped_gemm_half_size`), S = tokens per expert
   per micro-step x expert FFN columns per GPU (tokens per expert = tokens entering the MoE on a GPU per micro-step
-  x top_k x EP / experts): fine-grained experts on few tokens run small, slow GEMMs.
+  x top_k x EP / experts): fine-grained experts on few tokens run small, slow GEMMs. With EP > 1, x the load of
+  the most loaded of ep ranks over the mean, 1 + sqrt(2 ln ep / local experts) x sqrt(`expert_load_cv`^2 + 1 /
+  tokens per expert) (a Gaussian maximum; a rank's load CV is one expert's over sqrt(its experts)).
 - t_attention: QK^T and AV, 2 x seq x heads x head_dim x attention layers FLOPs per token forward (causal: half
   a square), x3 for forward + backward, +1 with any recomputation, at the 16-bit ceiling x `attention_efficiency`.
 - t_memory: elementwise / norm / activation traffic, `activation_bytes` per layer per d_model per token (plus
@@ -38,7 +40,8 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   data-parallel group (all GPUs / (tp x pp)); routed experts over the expert-data-parallel group (all GPUs /
   (ep x etp x pp)). Over the scale-up link when the whole run fits one domain, else over the network
   (`scale_out_gbps_per_gpu` / 8 GB/s x `scale_out_efficiency`). A run that names no parallelism and whose
-  weights and optimizer state cannot fit one GPU is priced as FSDP.
+  weights and optimizer state (LoRA/QLoRA: the frozen base, `lora_base_bytes_per_param` /
+  `qlora_base_bytes_per_param`, and the adapters' state) cannot fit one GPU is priced as FSDP.
 - t_all_to_all (MoE, EP > 1): dispatch + combine, forward + backward (+ forward again with full recomputation),
   top_k x d_model x `a2a_bytes_per_element` per MoE layer per token, x (ep-1)/ep. The EP group spans ep x etp
   consecutive GPUs: its peers inside the scale-up domain are reached at the scale-up bandwidth x
