@@ -131,7 +131,8 @@ def test_fsdp_without_ep_inside_one_domain_shards_the_experts_instead() -> None:
     # Qwen3-30B-A3B with "FSDP 8" and no EP on one 8-GPU node (NeMo AutoModel's and torchtitan's default EP is 1):
     # no all-to-all; FSDP gathers every weight, experts included, over NVLink. 30.5e9 parameters x 2 B x 3
     # collectives (gather forward, gather backward, reduce-scatter) x 16 micro-steps x 7/8 at 450 GB/s, per
-    # 2,097,152 / 8 = 262,144 tokens per GPU step: 5.693 s per step, 2.172e-5 s per token. Before, EP was taken as 8 (the FSDP group).
+    # 2,097,152 / 8 = 262,144 tokens per GPU step: 5.693 s per step, 2.172e-5 s per token. Before, EP was taken
+    # as 8 (the FSDP group).
     inside = dict(QWEN3_30B, parallelism="FSDP 8 GA 16")
     terms = terms_of(inside)
     assert terms.a2a_s[0] == 0.0
