@@ -34,9 +34,9 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 - t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, plus (MoE with expert tensor
   parallelism) an all-gather and a reduce-scatter of the routed copies forward and backward, 4 x top_k x d_model x
   2 bytes x (etp-1) per MoE layer; over the scale-up link when the group fits the domain, else the network.
-- t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x 2 bytes x (2 for a
-  gradient all-reduce or the distributed optimizer's reduce-scatter + all-gather, once per step; 3 per
-  micro-step for FSDP: gather forward, gather backward, reduce-scatter), ring (n-1)/n. Dense weights over the
+- t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x (the gradients reduced at
+  `grad_reduce_bytes_per_param`, 4: fp32, + the weights gathered at `gather_bytes_per_param`, 2: bf16, once per
+  step; FSDP per micro-step: 2 gathers + 1 reduce-scatter), ring (n-1)/n. Dense weights over the
   data-parallel group (all GPUs / (tp x pp)); routed experts over the expert-data-parallel group (all GPUs /
   (ep x etp x pp)). Over the scale-up link when the whole run fits one domain, else over the network
   (`scale_out_gbps_per_gpu` / 8 GB/s x `scale_out_efficiency`). A run that names no parallelism and whose
@@ -129,7 +129,7 @@ PRIORS: dict[str, tuple[str, str]] = {
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
 # physics constants added after versions were registered: such a version predicts with the dataclass default
 DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param", "lora_base_bytes_per_param",
-                       "qlora_base_bytes_per_param"})
+                       "qlora_base_bytes_per_param", "gather_bytes_per_param", "grad_reduce_bytes_per_param"})
 
 
 # a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
@@ -158,6 +158,7 @@ class Layout:
     vp: int = 1
     grad_accum: int | None = None
     fsdp: bool = False
+    fsdp_across: int = 0    # an FSDP size named as spanning nodes (MaxText's "FSDP 8 (DCN)"); 0 = not said
     given: bool = False     # the text names any layout at all
 
 
@@ -193,8 +194,10 @@ def parse_parallelism(text: str | None) -> Layout:
     if model_parallel and tp_cap and tp == 1 and pp == 1:
         tp = max(1, min(tp_cap, model_parallel))
         pp = max(1, model_parallel // tp)
+    # MaxText's dcn_fsdp_parallelism: the FSDP axis over the data-centre network, one GPU per node
+    across = _first_int(_NAME_START + r"FSDP" + _SIZE + r"\s*\(DCN\)", t) or 0
     return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0), edp=max(0, edp_text or 0),
-                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
+                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, fsdp_across=across, given=True)
 
 
 def framework_family(text: str | None, families: Mapping[str, str]) -> str:
@@ -285,6 +288,8 @@ class StructuredConfig:
     qlora_dequant_bytes_per_param: float = 4.5   # per weight pass: read 0.5 B (NF4) + write and read a 2-byte copy
     lora_base_bytes_per_param: float = 2.0   # memory of LoRA's frozen base per parameter (bf16 weights, no state)
     qlora_base_bytes_per_param: float = 0.52   # QLoRA's: NF4 0.5 B + its double-quantised scales
+    gather_bytes_per_param: float = 2.0   # B per weight all-gathered (FSDP, distributed optimizer): bf16
+    grad_reduce_bytes_per_param: float = 4.0   # B per gradient reduce-scattered / all-reduced: fp32
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
@@ -499,6 +504,7 @@ class ParallelLayout:
     fsdp: np.ndarray           # bool: FSDP / ZeRO-3 named
     given: np.ndarray          # bool: the row names a layout at all
     ep_named: np.ndarray       # bool: the row names an EP size
+    fsdp_across: np.ndarray    # FSDP GPUs named as spanning nodes, one per node (0: the FSDP group is all dp)
     grad_accum: np.ndarray     # gradient-accumulation steps named (NaN: not named)
     model_parallel: np.ndarray  # tp x pp x cp GPUs, at most the run's
     dp: np.ndarray             # data-parallel replicas of the dense weights
@@ -521,6 +527,7 @@ def parallel_layout(frame: pd.DataFrame, gpus: np.ndarray) -> ParallelLayout:
         tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, fsdp=np.array([lay.fsdp for lay in layouts]),
         given=np.array([lay.given for lay in layouts]),
         ep_named=np.array([bool(EP_NAMED.search(t or "")) for t in texts]),
+        fsdp_across=np.minimum(sizes("fsdp_across"), gpus),
         grad_accum=np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64"),
         model_parallel=model_parallel, dp=np.maximum(gpus / model_parallel, 1.0))
 
@@ -587,18 +594,22 @@ def tensor_parallel_seconds(shape: Shape, m: MoeParameters, lay: ParallelLayout,
 
 
 def data_parallel_seconds(dense_weights: np.ndarray, expert_weights: np.ndarray, gpus: np.ndarray,
-                          lay: ParallelLayout, ep: np.ndarray, rounds: np.ndarray, net: Machine,
+                          lay: ParallelLayout, ep: np.ndarray, bytes_per_param: np.ndarray, net: Machine,
                           network: np.ndarray) -> np.ndarray:
-    """s per optimizer step: weights per GPU x 2 bytes x `rounds` collectives, ring (n-1)/n; dense weights over
+    """s per optimizer step: weights per GPU x `bytes_per_param` moved per step, ring (n-1)/n; dense weights over
     all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp). Megatron's rank order (tensor, context, data,
-    pipeline) places data-parallel peers tp x cp GPUs apart, expert data-parallel peers ep x etp apart."""
-    weight_dp = np.maximum(gpus / (lay.tp * lay.pp), 1.0)
+    pipeline) places data-parallel peers tp x cp GPUs apart, expert data-parallel peers ep x etp apart; an FSDP
+    group named as spanning nodes (MaxText's `FSDP 8 (DCN)`) holds one GPU per node, peers gpus / n apart."""
+    # the replicas of a spanning FSDP group inside a node add an all-reduce of 1/n of the weights: left out
+    across = lay.fsdp & (lay.fsdp_across > 1)
+    weight_dp = np.where(across, lay.fsdp_across, np.maximum(gpus / (lay.tp * lay.pp), 1.0))
+    dense_stride = np.where(across, gpus / np.maximum(lay.fsdp_across, 1.0), lay.tp * lay.cp)
     expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)
     expert_dp = np.maximum(gpus / expert_mp, 1.0)
-    dense_bytes = dense_weights / (lay.tp * lay.pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
-    expert_bytes = expert_weights / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
+    dense_bytes = dense_weights / (lay.tp * lay.pp) * bytes_per_param * (weight_dp - 1.0) / weight_dp
+    expert_bytes = expert_weights / expert_mp * bytes_per_param * (expert_dp - 1.0) / expert_dp
     values: np.ndarray = (
-        collective_seconds(dense_bytes, weight_dp, lay.tp * lay.cp, net.domain, net.scale_up, network)
+        collective_seconds(dense_bytes, weight_dp, dense_stride, net.domain, net.scale_up, network)
         + collective_seconds(expert_bytes, expert_dp, ep * lay.etp, net.domain, net.scale_up, network))
     return values
 
@@ -670,12 +681,13 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     optimizer_s = cfg.optimizer_bytes_per_param * held * trainable / bandwidth / tokens_per_gpu_step
 
     network = net.scale_out * cfg.scale_out_efficiency
-    # data parallel: 2 per step (gradient all-reduce, or the distributed optimizer's reduce-scatter + all-gather) of
-    # the trainable weights; FSDP: 3 per micro-step (gather forward, gather backward, reduce-scatter), a frozen
-    # base 2 (its weights are gathered forward and backward, no gradient of them is reduced)
-    rounds = np.where(fsdp, np.where(lora, 2.0, 3.0) * microbatches, 2.0)
+    # data parallel, per step: the trainable weights' gradients reduced (reduce-scatter, or the reduce half of an
+    # all-reduce) at grad_reduce_bytes_per_param and the weights gathered back at gather_bytes_per_param; FSDP, per
+    # micro-step: gather forward, gather backward, reduce-scatter; a frozen base only its two gathers
+    gather, reduce = cfg.gather_bytes_per_param, cfg.grad_reduce_bytes_per_param
+    moved = np.where(fsdp, np.where(lora, 2.0 * gather, 2.0 * gather + reduce) * microbatches, gather + reduce)
     synced = np.where(fsdp, 1.0, trainable)
-    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, rounds, net,
+    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, moved, net,
                                  network) / tokens_per_gpu_step
     # QLoRA: every weight pass (forward, activation-gradient backward, + a recomputed forward) dequantises the
     # 4-bit weights this GPU holds, once per micro-step of micro_batch x seq tokens

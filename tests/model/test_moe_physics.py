@@ -129,15 +129,15 @@ def test_expert_data_parallelism_named_gives_the_expert_tensor_parallel_size() -
 
 def test_fsdp_without_ep_inside_one_domain_shards_the_experts_instead() -> None:
     # Qwen3-30B-A3B with "FSDP 8" and no EP on one 8-GPU node (NeMo AutoModel's and torchtitan's default EP is 1):
-    # no all-to-all; FSDP gathers every weight, experts included, over NVLink. 30.5e9 parameters x 2 B x 3
-    # collectives (gather forward, gather backward, reduce-scatter) x 16 micro-steps x 7/8 at 450 GB/s, per
-    # 2,097,152 / 8 = 262,144 tokens per GPU step: 5.693 s per step, 2.172e-5 s per token. Before, EP was taken
-    # as 8 (the FSDP group).
+    # no all-to-all; FSDP gathers every weight, experts included, over NVLink. 30.5e9 parameters x (2 B gathered
+    # forward + 2 B backward + 4 B reduce-scattered) x 16 micro-steps x 7/8 at 450 GB/s, per 2,097,152 / 8 =
+    # 262,144 tokens per GPU step: 7.591 s per step, 2.896e-5 s per token. Before, EP was taken as 8 (the FSDP
+    # group).
     inside = dict(QWEN3_30B, parallelism="FSDP 8 GA 16")
     terms = terms_of(inside)
     assert terms.a2a_s[0] == 0.0
-    assert terms.dp_s[0] == pytest.approx(30.5e9 * 2 * 3 * 16 * 7 / 8 / 450e9 / 262_144)
-    assert terms.dp_s[0] == pytest.approx(2.172e-5, rel=1e-3)
+    assert terms.dp_s[0] == pytest.approx(30.5e9 * 8 * 16 * 7 / 8 / 450e9 / 262_144)
+    assert terms.dp_s[0] == pytest.approx(2.896e-5, rel=1e-3)
 
 
 def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
@@ -189,24 +189,37 @@ PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio
 def test_fsdp_bytes_per_step_over_the_network_a_machine_has() -> None:
     terms = terms_of(dict(LLAMA_70B, **ONE_GPU_VMS), dict(LLAMA_70B, **HGX_NODES))
     # 4,194,304 / (64 GPUs x 1 x 4096) = 16 micro-steps per step; FSDP gathers the weights forward and backward
-    # and reduce-scatters the gradients every micro-step: 68.98e9 x 2 B x 3 x 16 x 63/64 = 6.51861e12 B per GPU
-    step_bytes = 68.98e9 * 2 * 3 * 16 * 63 / 64
-    assert step_bytes == pytest.approx(6.51861e12, rel=1e-5)
-    # 1-GPU VMs: each GPU has only its own 100 Gb/s = 12.5 GB/s x 0.9 = 11.25 GB/s: 579.4 s per step, over
-    # 4,194,304 / 64 = 65,536 tokens per GPU: 8.841e-3 s per token
+    # (bf16, 2 B each) and reduce-scatters the gradients (fp32, 4 B) every micro-step: 68.98e9 x 8 B x 16 x 63/64 =
+    # 8.69148e12 B per GPU
+    step_bytes = 68.98e9 * 8 * 16 * 63 / 64
+    assert step_bytes == pytest.approx(8.69148e12, rel=1e-5)
+    # 1-GPU VMs: each GPU has only its own 100 Gb/s = 12.5 GB/s x 0.9 = 11.25 GB/s: 772.6 s per step, over
+    # 4,194,304 / 64 = 65,536 tokens per GPU: 1.17885e-2 s per token
     assert terms.dp_s[0] == pytest.approx(step_bytes / 11.25e9 / 65_536)
-    assert terms.dp_s[0] == pytest.approx(8.8414e-3, rel=1e-4)
+    assert terms.dp_s[0] == pytest.approx(1.17885e-2, rel=1e-4)
     # 8-GPU HGX nodes: one ring per NIC, each leaving the node once: 8 x 50 GB/s x 0.9 = 360 GB/s (below NVLink's
-    # 450): 18.11 s per step, 2.763e-4 s per token
+    # 450): 24.14 s per step, 3.684e-4 s per token
     assert terms.dp_s[1] == pytest.approx(step_bytes / 360e9 / 65_536)
+
+
+def test_an_fsdp_group_over_the_data_centre_network_gathers_over_the_nic() -> None:
+    # MaxText's "FSDP 8 (DCN)" on 64 GPUs of 8-GPU HGX nodes: the weights are sharded over 8 GPUs, one per node
+    # (8 apart), and replicated inside each node. A ring of 8 peers that leave the node every hop runs at one
+    # GPU's NIC: 50 GB/s x 0.9 = 45 GB/s, over 68.98e9 x 8 B x 16 micro-steps x 7/8 = 7.72576e12 B per step:
+    # 171.7 s, 2.61946e-3 s per token of 65,536. "FSDP" over all 64 GPUs: 8.69148e12 B at 360 GB/s, 3.6838e-4 s.
+    terms = terms_of(dict(LLAMA_70B, parallelism="FSDP 8 (DCN) x EP 8 (ICI)", **HGX_NODES),
+                     dict(LLAMA_70B, **HGX_NODES))
+    assert terms.dp_s[0] == pytest.approx(68.98e9 * 8 * 16 * 7 / 8 / 45e9 / 65_536)
+    assert terms.dp_s[0] == pytest.approx(2.61946e-3, rel=1e-4)
+    assert terms.dp_s[1] == pytest.approx(68.98e9 * 8 * 16 * 63 / 64 / 360e9 / 65_536)
 
 
 def test_70b_on_one_gpu_vms_is_far_slower_than_on_nvlink_nodes() -> None:
     vms, hgx = (step_time_parts(terms_of(dict(LLAMA_70B, **machine)), PARAMS) for machine in (ONE_GPU_VMS,
                                                                                                HGX_NODES))
-    # compute ~ 6 x 68.98e9 / (794.5e12 x 0.6) = 8.7e-4 s per token on both; FSDP 8.8e-3 s per token over the
-    # VMs' network cannot hide behind it (exposed: 0.2 x 8.8e-3 + (0.8 x 8.8e-3 - ~1e-3) ~ 8e-3 s), while the
-    # HGX nodes' 2.8e-4 s hides (0.2 x 2.8e-4 = 5.5e-5 s exposed)
+    # compute ~ 6 x 68.98e9 / (794.5e12 x 0.6) = 8.7e-4 s per token on both; FSDP 1.18e-2 s per token over the
+    # VMs' network cannot hide behind it (exposed: 0.2 x 1.18e-2 + (0.8 x 1.18e-2 - ~1e-3) ~ 1.1e-2 s), while the
+    # HGX nodes' 3.7e-4 s hides (0.2 x 3.7e-4 = 7.4e-5 s exposed)
     time_vms, time_hgx = (sum(p[0] for p in parts.values()) for parts in (vms, hgx))
     assert vms["data_parallel"][0] > 7e-3
     assert hgx["data_parallel"][0] < 1e-4
