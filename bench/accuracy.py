@@ -164,9 +164,10 @@ def _print_candidates(evaluations, groupings: list[str], champion_spec, baseline
 
 def _print_dense_and_moe(evaluations, groupings: list[str], data, level: float) -> None:  # bench printing
     moe = moe_rows(data.frame)
-    print(f"\n## Dense ({int((~moe).sum())} runs) and MoE ({int(moe.sum())} runs) apart: held-out median APE "
-          f"and {level:.0%} interval coverage\n")
-    head = " | ".join(f"{g}: all / dense / MoE APE | {g}: all / dense / MoE coverage" for g in groupings)
+    lora = int(data.frame["workload"].isin(["lora", "qlora"]).sum())
+    print(f"\n## Dense ({int((~moe).sum())} runs, {lora} of them LoRA/QLoRA) and MoE ({int(moe.sum())} runs) apart: "
+          f"held-out median APE and {level:.0%} interval coverage\n")
+    head = " | ".join(f"{g}: all / dense / MoE / LoRA APE | {g}: all / dense / MoE / LoRA coverage" for g in groupings)
     print(f"| candidate | {head} |")
     print("|---|" + "---|" * (2 * len(groupings)))
     for evaluation, _ in sorted(evaluations, key=lambda item: item[0].score):
@@ -174,9 +175,9 @@ def _print_dense_and_moe(evaluations, groupings: list[str], data, level: float) 
         for g in groupings:
             kind = evaluation.by_kind(g, data)
             cells.append(f"{evaluation.median_ape(g):.1%} / {kind['dense_median_ape']:.1%} / "
-                         f"{kind['moe_median_ape']:.1%}")
+                         f"{kind['moe_median_ape']:.1%} / {kind['lora_median_ape']:.1%}")
             cells.append(f"{evaluation.coverage.get(g, float('nan')):.1%} / {kind['dense_interval_coverage']:.1%} / "
-                         f"{kind['moe_interval_coverage']:.1%}")
+                         f"{kind['moe_interval_coverage']:.1%} / {kind['lora_interval_coverage']:.1%}")
         print(f"| {evaluation.spec.name} | " + " | ".join(cells) + " |")
 
 

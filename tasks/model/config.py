@@ -55,6 +55,10 @@ class Structured(Strict):
     power_clock_prior_weight: NonNegative
     lora_trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 0.002
     qlora_dequant_bytes_per_param: NonNegative = 4.5
+    lora_base_bytes_per_param: Positive = 2.0
+    qlora_base_bytes_per_param: Positive = 0.52
+    gather_bytes_per_param: Positive = 2.0
+    grad_reduce_bytes_per_param: Positive = 4.0
     low_precision_share: dict[str, Fraction] = {}
     frameworks: dict[str, str] = {}
 

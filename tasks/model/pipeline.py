@@ -71,8 +71,9 @@ class CandidateEvaluation:
         return self.cv[grouping].pooled["median_ape"]
 
     def by_kind(self, grouping: str, data: TrainingData) -> dict[str, float]:
-        """Pooled held-out median APE and interval coverage of the dense and the MoE runs apart:
-        {"dense_median_ape", "moe_median_ape", "dense_interval_coverage", "moe_interval_coverage"} (NaN where
+        """Pooled held-out median APE and interval coverage of the dense and the MoE runs apart, and of the LoRA /
+        QLoRA runs (dense fine-tuning, a part of the dense ones): {"dense_median_ape", "moe_median_ape",
+        "lora_median_ape", "dense_interval_coverage", "moe_interval_coverage", "lora_interval_coverage"} (NaN where
         a kind has no rows)."""
         result = self.cv[grouping]
         predicted = tokens_per_sec(result.oof_log_mfu, data.physics_bound)
@@ -80,7 +81,9 @@ class CandidateEvaluation:
         moe = moe_rows(data.frame)
         hits = self.hits.get(grouping, np.full(data.rows, np.nan))
         out = {}
-        for kind, rows in (("dense", ~moe), ("moe", moe)):
+        lora = (data.frame["workload"].isin(["lora", "qlora"]).to_numpy() if "workload" in data.frame
+                else np.zeros(data.rows, dtype=bool))
+        for kind, rows in (("dense", ~moe), ("moe", moe), ("lora", lora)):
             finite = rows & np.isfinite(ape)
             out[f"{kind}_median_ape"] = float(np.median(ape[finite])) if finite.any() else float("nan")
             scored = rows & np.isfinite(hits)

@@ -20,7 +20,9 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 - t_experts (MoE): routed experts, 2 x top_k x ffn_matrices x d_model x expert_ffn x MoE layers x passes FLOPs,
   at the same peaks, times the grouped-GEMM efficiency S / (S + `grouped_gemm_half_size`), S = tokens per expert
   per micro-step x expert FFN columns per GPU (tokens per expert = tokens entering the MoE on a GPU per micro-step
-  x top_k x EP / experts): fine-grained experts on few tokens run small, slow GEMMs.
+  x top_k x EP / experts): fine-grained experts on few tokens run small, slow GEMMs. With EP > 1, x the load of
+  the most loaded of ep ranks over the mean, 1 + sqrt(2 ln ep / local experts) x sqrt(`expert_load_cv`^2 + 1 /
+  tokens per expert) (a Gaussian maximum; a rank's load CV is one expert's over sqrt(its experts)).
 - t_attention: QK^T and AV, 2 x seq x heads x head_dim x attention layers FLOPs per token forward (causal: half
   a square), x3 for forward + backward, +1 with any recomputation, at the 16-bit ceiling x `attention_efficiency`.
 - t_memory: elementwise / norm / activation traffic, `activation_bytes` per layer per d_model per token (plus
@@ -32,13 +34,14 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 - t_tp: 4 all-reduces of d_model x 2 bytes per layer per token, ring 2(t-1)/t, plus (MoE with expert tensor
   parallelism) an all-gather and a reduce-scatter of the routed copies forward and backward, 4 x top_k x d_model x
   2 bytes x (etp-1) per MoE layer; over the scale-up link when the group fits the domain, else the network.
-- t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x 2 bytes x (2 for a
-  gradient all-reduce or the distributed optimizer's reduce-scatter + all-gather, once per step; 3 per
-  micro-step for FSDP: gather forward, gather backward, reduce-scatter), ring (n-1)/n. Dense weights over the
+- t_dp: data-parallel / FSDP traffic per step: parameters held per model-parallel rank x (the gradients reduced at
+  `grad_reduce_bytes_per_param`, 4: fp32, + the weights gathered at `gather_bytes_per_param`, 2: bf16, once per
+  step; FSDP per micro-step: 2 gathers + 1 reduce-scatter), ring (n-1)/n. Dense weights over the
   data-parallel group (all GPUs / (tp x pp)); routed experts over the expert-data-parallel group (all GPUs /
   (ep x etp x pp)). Over the scale-up link when the whole run fits one domain, else over the network
   (`scale_out_gbps_per_gpu` / 8 GB/s x `scale_out_efficiency`). A run that names no parallelism and whose
-  weights and optimizer state cannot fit one GPU is priced as FSDP.
+  weights and optimizer state (LoRA/QLoRA: the frozen base, `lora_base_bytes_per_param` /
+  `qlora_base_bytes_per_param`, and the adapters' state) cannot fit one GPU is priced as FSDP.
 - t_all_to_all (MoE, EP > 1): dispatch + combine, forward + backward (+ forward again with full recomputation),
   top_k x d_model x `a2a_bytes_per_element` per MoE layer per token, x (ep-1)/ep. The EP group spans ep x etp
   consecutive GPUs: its peers inside the scale-up domain are reached at the scale-up bandwidth x
@@ -102,6 +105,8 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "moe_permute_bytes": (16.0, 0.0, 200.0,
                           "bytes per routed copy per d_model per MoE layer per token (permute, unpermute, routing)"),
     "layer_overhead_us": (20.0, 0.0, 100.0, "microseconds per layer per micro-batch (launches, syncs)"),
+    "expert_load_cv": (0.3, 0.0, 2.0,
+                       "coefficient of variation of one expert's routed tokens per micro-step (router imbalance)"),
     "tp_overlap": (0.5, 0.0, 1.0, "share of tensor-parallel communication hidden behind compute"),
     "dp_overlap": (0.8, 0.0, 1.0, "share of data-parallel / FSDP communication hidden behind compute"),
     "a2a_overlap": (0.3, 0.0, 0.9, "share of MoE all-to-all communication hidden behind compute"),
@@ -123,7 +128,8 @@ PRIORS: dict[str, tuple[str, str]] = {
 # version whose config predates one of them still predicts
 FIT_ONLY = frozenset({key for pair in PRIORS.values() for key in pair} | {"framework_ridge", "max_framework_factor"})
 # physics constants added after versions were registered: such a version predicts with the dataclass default
-DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param"})
+DEFAULTED = frozenset({"lora_trainable_fraction", "qlora_dequant_bytes_per_param", "lora_base_bytes_per_param",
+                       "qlora_base_bytes_per_param", "gather_bytes_per_param", "grad_reduce_bytes_per_param"})
 
 
 # a layout size: the name, then "=", ":", "-", spaces or nothing, then the number ("TP 4", "TP=4", "TP-4", "TP4")
@@ -148,9 +154,11 @@ class Layout:
     cp: int = 1
     ep: int = 1
     etp: int = 0
+    edp: int = 0            # expert data parallelism (Megatron's EDP; 0 = not said)
     vp: int = 1
     grad_accum: int | None = None
     fsdp: bool = False
+    fsdp_across: int = 0    # an FSDP size named as spanning nodes (MaxText's "FSDP 8 (DCN)"); 0 = not said
     given: bool = False     # the text names any layout at all
 
 
@@ -172,6 +180,7 @@ def parse_parallelism(text: str | None) -> Layout:
                   or _first_int(r"micro_num\s*(\d+)", t))
     vp_text = _first_int(_NAME_START + r"VPP?" + _SIZE, t)  # Megatron: VPP
     etp_text = _first_int(_NAME_START + r"ETP" + _SIZE, t)
+    edp_text = _first_int(_NAME_START + r"EDP" + _SIZE, t)
     # FSDP, HSDP / hybrid shard (sharded inside a group: priced as FSDP), ZeRO stage 3
     # (torchtitan's dp_shard N, N other than 1: FSDP over N ranks, -1 = all the data-parallel ranks)
     fsdp = (bool(re.search(r"FSDP|HSDP|FULL_SHARD|HYBRID_SHARD|ZeRO[-_ ]?3|ZeRO stage 3", t, flags=re.IGNORECASE))
@@ -185,8 +194,10 @@ def parse_parallelism(text: str | None) -> Layout:
     if model_parallel and tp_cap and tp == 1 and pp == 1:
         tp = max(1, min(tp_cap, model_parallel))
         pp = max(1, model_parallel // tp)
-    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0),
-                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, given=True)
+    # MaxText's dcn_fsdp_parallelism: the FSDP axis over the data-centre network, one GPU per node
+    across = _first_int(_NAME_START + r"FSDP" + _SIZE + r"\s*\(DCN\)", t) or 0
+    return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0), edp=max(0, edp_text or 0),
+                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, fsdp_across=across, given=True)
 
 
 def framework_family(text: str | None, families: Mapping[str, str]) -> str:
@@ -275,6 +286,10 @@ class StructuredConfig:
     # LoRA / QLoRA (a version registered before these existed gets these values)
     lora_trainable_fraction: float = 0.002   # adapter parameters / base parameters (rank-16 attention adapters)
     qlora_dequant_bytes_per_param: float = 4.5   # per weight pass: read 0.5 B (NF4) + write and read a 2-byte copy
+    lora_base_bytes_per_param: float = 2.0   # memory of LoRA's frozen base per parameter (bf16 weights, no state)
+    qlora_base_bytes_per_param: float = 0.52   # QLoRA's: NF4 0.5 B + its double-quantised scales
+    gather_bytes_per_param: float = 2.0   # B per weight all-gathered (FSDP, distributed optimizer): bf16
+    grad_reduce_bytes_per_param: float = 4.0   # B per gradient reduce-scattered / all-reduced: fp32
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StructuredConfig:
@@ -305,6 +320,8 @@ class Terms:
     linear_flops: np.ndarray       # FLOPs per token on one GPU's share (dense linear layers, incl. recompute)
     expert_flops: np.ndarray       # FLOPs per token (routed experts, incl. recompute; 0 for dense models)
     expert_gemm_size: np.ndarray   # tokens per expert per micro-step x expert FFN columns per GPU (inf: dense)
+    imbalance_units: np.ndarray    # sqrt(2 ln ep / local experts) (0: no EP): x load CV = slowest rank's excess
+    sampling_cv: np.ndarray        # 1 / sqrt(tokens per expert per micro-step): multinomial noise of the load
     attention_flops: np.ndarray    # FLOPs per token (causal attention, incl. recompute)
     linear_peak: np.ndarray        # FLOP/s: the achievable matmul peak the linear layers run at
     lowp_share: np.ndarray         # share of the linear FLOPs at that (fp8/fp4) peak; the rest at 16 bit
@@ -367,12 +384,22 @@ def all_to_all_seconds(bytes_: np.ndarray, ep: np.ndarray, etp: np.ndarray, doma
     return values
 
 
+def expert_tensor_parallel_size(layouts: list[Layout], gpus: np.ndarray, ep: np.ndarray) -> np.ndarray:
+    """ETP of each run, at most gpus / ep: as named; else, with EDP named, what the GPUs leave for it (Megatron:
+    gpus = ETP x EP x EDP x PP, so 'TP 2 EP 8 EDP 32' on 256 GPUs is ETP 1); else TP (Megatron's default)."""
+    etp = np.array([lay.etp or (gpus_ / (e * lay.edp * lay.pp) if lay.edp else lay.tp)
+                    for lay, gpus_, e in zip(layouts, gpus, ep, strict=True)], dtype="float64")
+    values: np.ndarray = np.minimum(np.maximum(np.floor(etp), 1.0), np.maximum(gpus / ep, 1.0))
+    return values
+
+
 def expert_parallel_size(ep: np.ndarray, model_parallel: np.ndarray, gpus: np.ndarray, fsdp_without_ep: np.ndarray,
-                         experts: np.ndarray) -> np.ndarray:
-    """EP of a run: as named (at most the run's GPUs); an MoE run with FSDP and no EP named is taken as expert-parallel
-    along its FSDP group, at most one expert per GPU (gathering every expert's weights each micro-step over the
-    network is not how such runs are set up)."""
-    values: np.ndarray = np.where(fsdp_without_ep & (ep == 1),
+                         experts: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """EP of a run: as named (at most the run's GPUs). An MoE run with FSDP and no EP named: inside one scale-up
+    domain, EP 1 (the frameworks' default: FSDP shards the experts too and gathers them over NVLink/xGMI); beyond
+    it, expert-parallel along its FSDP group, at most one expert per GPU (gathering every expert's weights each
+    micro-step over the network is not how such runs are set up)."""
+    values: np.ndarray = np.where(fsdp_without_ep & (ep == 1) & (gpus > domain),
                                   np.minimum(np.maximum(gpus / model_parallel, 1.0), experts), ep)
     return values
 
@@ -386,14 +413,13 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     texts = _text(frame, "parallelism")
     layouts = [parse_parallelism(t) for t in texts]
     ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in texts])
-    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
     experts = _given(_num(frame, "moe_experts"), np.inf)
-    ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
-                              model_parallel, gpus, moe & fsdp & ~ep_named, experts)
-    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
     domain = _given(_num(frame, "scale_up_domain_gpus"), default_domain)
+    ep = expert_parallel_size(np.minimum(np.array([lay.ep for lay in layouts], dtype="float64"), gpus),
+                              model_parallel, gpus, moe & fsdp & ~ep_named, experts, domain)
+    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     values: np.ndarray = moe & (ep > 1) & (ep * etp > domain)
     return values
 
@@ -478,6 +504,7 @@ class ParallelLayout:
     fsdp: np.ndarray           # bool: FSDP / ZeRO-3 named
     given: np.ndarray          # bool: the row names a layout at all
     ep_named: np.ndarray       # bool: the row names an EP size
+    fsdp_across: np.ndarray    # FSDP GPUs named as spanning nodes, one per node (0: the FSDP group is all dp)
     grad_accum: np.ndarray     # gradient-accumulation steps named (NaN: not named)
     model_parallel: np.ndarray  # tp x pp x cp GPUs, at most the run's
     dp: np.ndarray             # data-parallel replicas of the dense weights
@@ -491,16 +518,16 @@ def parallel_layout(frame: pd.DataFrame, gpus: np.ndarray) -> ParallelLayout:
         return np.array([getattr(lay, name) for lay in layouts], dtype="float64")
 
     tp, pp, cp, ep, vp = sizes("tp"), sizes("pp"), sizes("cp"), sizes("ep"), sizes("vp")
-    etp = np.array([lay.etp or lay.tp for lay in layouts], dtype="float64")
     # a layout asking for more GPUs than the run has (e.g. "PP=41" on 8 GPUs) is not believed: no pipeline
     pp = np.where(tp * pp * cp > gpus, 1.0, pp)
     ep = np.minimum(ep, gpus)
-    etp = np.minimum(etp, np.maximum(gpus / ep, 1.0))
+    etp = expert_tensor_parallel_size(layouts, gpus, ep)
     model_parallel = np.minimum(tp * pp * cp, gpus)
     return ParallelLayout(
         tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, fsdp=np.array([lay.fsdp for lay in layouts]),
         given=np.array([lay.given for lay in layouts]),
         ep_named=np.array([bool(EP_NAMED.search(t or "")) for t in texts]),
+        fsdp_across=np.minimum(sizes("fsdp_across"), gpus),
         grad_accum=np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64"),
         model_parallel=model_parallel, dp=np.maximum(gpus / model_parallel, 1.0))
 
@@ -567,18 +594,22 @@ def tensor_parallel_seconds(shape: Shape, m: MoeParameters, lay: ParallelLayout,
 
 
 def data_parallel_seconds(dense_weights: np.ndarray, expert_weights: np.ndarray, gpus: np.ndarray,
-                          lay: ParallelLayout, ep: np.ndarray, rounds: np.ndarray, net: Machine,
+                          lay: ParallelLayout, ep: np.ndarray, bytes_per_param: np.ndarray, net: Machine,
                           network: np.ndarray) -> np.ndarray:
-    """s per optimizer step: weights per GPU x 2 bytes x `rounds` collectives, ring (n-1)/n; dense weights over
+    """s per optimizer step: weights per GPU x `bytes_per_param` moved per step, ring (n-1)/n; dense weights over
     all GPUs / (tp pp), routed experts over all GPUs / (ep etp pp). Megatron's rank order (tensor, context, data,
-    pipeline) places data-parallel peers tp x cp GPUs apart, expert data-parallel peers ep x etp apart."""
-    weight_dp = np.maximum(gpus / (lay.tp * lay.pp), 1.0)
+    pipeline) places data-parallel peers tp x cp GPUs apart, expert data-parallel peers ep x etp apart; an FSDP
+    group named as spanning nodes (MaxText's `FSDP 8 (DCN)`) holds one GPU per node, peers gpus / n apart."""
+    # the replicas of a spanning FSDP group inside a node add an all-reduce of 1/n of the weights: left out
+    across = lay.fsdp & (lay.fsdp_across > 1)
+    weight_dp = np.where(across, lay.fsdp_across, np.maximum(gpus / (lay.tp * lay.pp), 1.0))
+    dense_stride = np.where(across, gpus / np.maximum(lay.fsdp_across, 1.0), lay.tp * lay.cp)
     expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)
     expert_dp = np.maximum(gpus / expert_mp, 1.0)
-    dense_bytes = dense_weights / (lay.tp * lay.pp) * 2.0 * rounds * (weight_dp - 1.0) / weight_dp
-    expert_bytes = expert_weights / expert_mp * 2.0 * rounds * (expert_dp - 1.0) / expert_dp
+    dense_bytes = dense_weights / (lay.tp * lay.pp) * bytes_per_param * (weight_dp - 1.0) / weight_dp
+    expert_bytes = expert_weights / expert_mp * bytes_per_param * (expert_dp - 1.0) / expert_dp
     values: np.ndarray = (
-        collective_seconds(dense_bytes, weight_dp, lay.tp * lay.cp, net.domain, net.scale_up, network)
+        collective_seconds(dense_bytes, weight_dp, dense_stride, net.domain, net.scale_up, network)
         + collective_seconds(expert_bytes, expert_dp, ep * lay.etp, net.domain, net.scale_up, network))
     return values
 
@@ -615,7 +646,8 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     net = machine(frame, cfg)
     lay = parallel_layout(frame, gpus)
     m = moe_parameters(frame, params, active, shape, cfg)
-    ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts)
+    ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts,
+                              net.domain)
 
     micro = _num(frame, "micro_batch")
     micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
@@ -632,8 +664,12 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                                        batch_tokens / (lay.dp * micro * seq)), 1.0)
     bubble = np.where(lay.pp > 1, (lay.pp - 1.0) / (lay.vp * np.maximum(microbatches, lay.pp)), 0.0)
 
-    # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP
-    unsharded = cfg.optimizer_bytes_per_param * params / lay.model_parallel
+    # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP; LoRA/QLoRA
+    # hold a frozen base (no gradient, no optimizer state) plus the adapters' optimizer state
+    bytes_per_param = np.where(qlora, cfg.qlora_base_bytes_per_param,
+                               np.where(lora, cfg.lora_base_bytes_per_param, 0.0)
+                               ) + cfg.optimizer_bytes_per_param * np.where(lora, cfg.lora_trainable_fraction, 1.0)
+    unsharded = bytes_per_param * params / lay.model_parallel
     fsdp = lay.fsdp | (~lay.given & np.isfinite(memory) & (unsharded > cfg.fsdp_memory_fraction * memory))
     # optimizer: state of the parameters this GPU holds (sharded by FSDP/ZeRO across data parallel too)
     expert_mp = np.minimum(ep * lay.etp * lay.pp, gpus)
@@ -645,21 +681,30 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     optimizer_s = cfg.optimizer_bytes_per_param * held * trainable / bandwidth / tokens_per_gpu_step
 
     network = net.scale_out * cfg.scale_out_efficiency
-    # data parallel: 2 per step (gradient all-reduce, or the distributed optimizer's reduce-scatter + all-gather) of
-    # the trainable weights; FSDP: 3 per micro-step (gather forward, gather backward, reduce-scatter), a frozen
-    # base 2 (its weights are gathered forward and backward, no gradient of them is reduced)
-    rounds = np.where(fsdp, np.where(lora, 2.0, 3.0) * microbatches, 2.0)
+    # data parallel, per step: the trainable weights' gradients reduced (reduce-scatter, or the reduce half of an
+    # all-reduce) at grad_reduce_bytes_per_param and the weights gathered back at gather_bytes_per_param; FSDP, per
+    # micro-step: gather forward, gather backward, reduce-scatter; a frozen base only its two gathers
+    gather, reduce = cfg.gather_bytes_per_param, cfg.grad_reduce_bytes_per_param
+    moved = np.where(fsdp, np.where(lora, 2.0 * gather, 2.0 * gather + reduce) * microbatches, gather + reduce)
     synced = np.where(fsdp, 1.0, trainable)
-    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, rounds, net,
+    dp_s = data_parallel_seconds(m.dense_total * synced, m.routed_total * synced, gpus, lay, ep, moved, net,
                                  network) / tokens_per_gpu_step
     # QLoRA: every weight pass (forward, activation-gradient backward, + a recomputed forward) dequantises the
     # 4-bit weights this GPU holds, once per micro-step of micro_batch x seq tokens
     dequant_s = np.where(qlora, cfg.qlora_dequant_bytes_per_param * held * (2.0 + full) / bandwidth / (micro * seq),
                          0.0)
 
+    # load imbalance: an EP rank holds experts / ep experts; the step waits for the most loaded of ep ranks, about
+    # 1 + sqrt(2 ln ep) x its load's CV above the mean (Gaussian maximum), the rank's CV = expert CV / sqrt(local)
+    local = np.maximum(m.experts / np.maximum(ep, 1.0), 1.0)
+    imbalance = np.where(m.moe & (ep > 1), np.sqrt(2.0 * np.log(np.maximum(ep, 1.0)) / local), 0.0)
+    tokens_in = micro * seq / lay.cp * np.minimum(lay.etp / lay.tp, 1.0)
+    per_expert = np.maximum(tokens_in * m.top_k * ep / np.maximum(m.experts, 1.0), 1.0)
+    sampling_cv = np.where(m.moe, 1.0 / np.sqrt(per_expert), 0.0)
     families = dict(cfg.frameworks)
     return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
                  expert_gemm_size=grouped_gemm_size(micro * seq, lay, ep, m),
+                 imbalance_units=imbalance, sampling_cv=sampling_cv,
                  attention_flops=2.0 * seq * shape.attention_width * shape.attention_layers * (3.0 + any_recompute),
                  linear_peak=peaks.linear_peak, lowp_share=peaks.lowp_share, peak_16bit=peaks.peak_16bit,
                  power_ratio=peaks.power_ratio, bandwidth=bandwidth, layer_width=shape.layers * shape.width,
@@ -702,7 +747,8 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
     grouped = np.where(finite, size / (size + p["grouped_gemm_half_size"]), 1.0)
     linear = terms.linear_flops * seconds_per_flop(p["lowp_matmul_ratio"])
     # routed experts in an fp8/fp4 recipe: grouped GEMMs on per-expert quantised copies gain less than dense layers
-    experts = terms.expert_flops * seconds_per_flop(p["lowp_expert_ratio"]) / grouped
+    slowest = 1.0 + terms.imbalance_units * np.sqrt(p["expert_load_cv"] ** 2 + terms.sampling_cv ** 2)
+    experts = terms.expert_flops * seconds_per_flop(p["lowp_expert_ratio"]) / grouped * slowest
     attention = terms.attention_flops / (terms.peak_16bit * p["attention_efficiency"] * clock)
     bytes_per_token = terms.layer_width * (p["activation_bytes"] + np.where(terms.low_precision,
                                                                              p["quantisation_bytes"], 0.0))
@@ -802,7 +848,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
     def _fitted_parameters(self) -> dict[str, float]:
         """The learned values by name; a version fitted before a parameter existed gets what it computed without it
         (routed experts at the linear layers' low-precision ratio)."""
-        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], **self.parameters_}
+        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], "expert_load_cv": 0.0,
+                **self.parameters_}
 
     def predict_log_tokens_per_sec(self, X: pd.DataFrame) -> np.ndarray:
         terms = compute_terms(X, self._cfg())
@@ -848,6 +895,8 @@ def unidentified(terms: Terms) -> list[str]:
         out.append("power_clock_exponent")
     if not terms.moe.any():
         out += ["grouped_gemm_half_size", "moe_permute_bytes"]
+    if not (terms.imbalance_units > 0).any():
+        out.append("expert_load_cv")
     if not (terms.moe & terms.low_precision).any():
         out.append("lowp_expert_ratio")
     if not (terms.a2a_s > 0).any():

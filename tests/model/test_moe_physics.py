@@ -62,6 +62,25 @@ def test_grouped_gemm_size_is_tokens_per_expert_times_expert_ffn() -> None:
     assert parts["experts"][0] == pytest.approx(2 * ungrouped["experts"][0])
 
 
+def test_the_most_loaded_expert_parallel_rank_sets_the_expert_time() -> None:
+    terms = terms_of(QWEN3_30B, dict(QWEN3_30B, parallelism="FSDP 8 GA 16"))
+    # EP 8: each GPU holds 128 / 8 = 16 experts; the step waits for the most loaded of 8 ranks, ~ sqrt(2 ln 8) = 2.039
+    # standard deviations of a rank's load above the mean, a rank's CV being an expert's / sqrt(16):
+    # sqrt(2 ln 8 / 16) = 0.50985
+    assert terms.imbalance_units[0] == pytest.approx(math.sqrt(2 * math.log(8) / 16))
+    assert terms.imbalance_units[0] == pytest.approx(0.50985, rel=1e-4)
+    # the multinomial noise of 8,192 tokens per expert per micro-step: 1 / sqrt(8192) = 0.011049
+    assert terms.sampling_cv[0] == pytest.approx(1 / math.sqrt(8192))
+    # expert load CV 0.3: 1 + 0.50985 x sqrt(0.3^2 + 0.011049^2) = 1.15306 x the expert time of a balanced router
+    # (its own noise only: 1 + 0.50985 x 0.011049 = 1.00563)
+    loaded = step_time_parts(terms, dict(PARAMS, expert_load_cv=0.3))["experts"]
+    balanced = step_time_parts(terms, dict(PARAMS, expert_load_cv=0.0))["experts"]
+    assert loaded[0] / balanced[0] == pytest.approx(1.15306 / 1.00563, rel=1e-4)
+    # EP 1 (no EP inside one node): every GPU runs every expert on its own tokens, no rank waits for another
+    assert terms.imbalance_units[1] == 0.0
+    assert loaded[1] == pytest.approx(balanced[1])
+
+
 def test_fp8_grouped_gemms_run_at_their_own_low_precision_ratio() -> None:
     fp8 = dict(QWEN3_30B, precision="fp8", precision_recipe="delayed")
     terms = terms_of(fp8)
@@ -90,6 +109,35 @@ def test_expert_parallelism_leaving_the_domain_is_flagged() -> None:
              active_params_b=8.0),                                                            # dense: never
     ])
     assert list(expert_parallel_leaves_domain(rows)) == [False, True, False, True, True, False]
+
+
+def test_expert_data_parallelism_named_gives_the_expert_tensor_parallel_size() -> None:
+    from tasks.model.structured import expert_parallel_leaves_domain
+
+    # Megatron lays 256 GPUs out as ETP x EP x EDP x PP for the experts: "TP 2 EP 8 EDP 32" leaves ETP = 256 / (8 x
+    # 32 x 1) = 1, an EP group of 8 GPUs inside the 8-GPU node. Read as ETP = TP = 2 (Megatron's default when
+    # neither is named), the group was 16 GPUs and its all-to-all was priced over the network.
+    named = dict(QWEN3_30B, num_gpus=256, parallelism="TP 2 PP 1 CP 1 EP 8 EDP 32 DP 128, FSDP on",
+                 global_batch_tokens=8_388_608)
+    default = dict(named, parallelism="TP 2 PP 1 CP 1 EP 8 DP 128, FSDP on")
+    assert list(expert_parallel_leaves_domain(pd.DataFrame([named, default]))) == [False, True]
+    terms = terms_of(named, default)
+    # inside the node: 131,072 B x 7/8 x 48 layers at 450 GB/s x 0.8 (as test_all_to_all_bytes_and_time_inside...)
+    assert terms.a2a_s[0] == pytest.approx(114_688 * 48 / 360e9)
+    assert terms.a2a_s[1] > 5 * terms.a2a_s[0]
+
+
+def test_fsdp_without_ep_inside_one_domain_shards_the_experts_instead() -> None:
+    # Qwen3-30B-A3B with "FSDP 8" and no EP on one 8-GPU node (NeMo AutoModel's and torchtitan's default EP is 1):
+    # no all-to-all; FSDP gathers every weight, experts included, over NVLink. 30.5e9 parameters x (2 B gathered
+    # forward + 2 B backward + 4 B reduce-scattered) x 16 micro-steps x 7/8 at 450 GB/s, per 2,097,152 / 8 =
+    # 262,144 tokens per GPU step: 7.591 s per step, 2.896e-5 s per token. Before, EP was taken as 8 (the FSDP
+    # group).
+    inside = dict(QWEN3_30B, parallelism="FSDP 8 GA 16")
+    terms = terms_of(inside)
+    assert terms.a2a_s[0] == 0.0
+    assert terms.dp_s[0] == pytest.approx(30.5e9 * 8 * 16 * 7 / 8 / 450e9 / 262_144)
+    assert terms.dp_s[0] == pytest.approx(2.896e-5, rel=1e-3)
 
 
 def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
@@ -134,31 +182,44 @@ HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_o
 PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio": 0.9,
           "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
-          "layer_overhead_us": 20.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
+          "layer_overhead_us": 20.0, "expert_load_cv": 0.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
           "power_clock_exponent": 1.0 / 3.0}
 
 
 def test_fsdp_bytes_per_step_over_the_network_a_machine_has() -> None:
     terms = terms_of(dict(LLAMA_70B, **ONE_GPU_VMS), dict(LLAMA_70B, **HGX_NODES))
     # 4,194,304 / (64 GPUs x 1 x 4096) = 16 micro-steps per step; FSDP gathers the weights forward and backward
-    # and reduce-scatters the gradients every micro-step: 68.98e9 x 2 B x 3 x 16 x 63/64 = 6.51861e12 B per GPU
-    step_bytes = 68.98e9 * 2 * 3 * 16 * 63 / 64
-    assert step_bytes == pytest.approx(6.51861e12, rel=1e-5)
-    # 1-GPU VMs: each GPU has only its own 100 Gb/s = 12.5 GB/s x 0.9 = 11.25 GB/s: 579.4 s per step, over
-    # 4,194,304 / 64 = 65,536 tokens per GPU: 8.841e-3 s per token
+    # (bf16, 2 B each) and reduce-scatters the gradients (fp32, 4 B) every micro-step: 68.98e9 x 8 B x 16 x 63/64 =
+    # 8.69148e12 B per GPU
+    step_bytes = 68.98e9 * 8 * 16 * 63 / 64
+    assert step_bytes == pytest.approx(8.69148e12, rel=1e-5)
+    # 1-GPU VMs: each GPU has only its own 100 Gb/s = 12.5 GB/s x 0.9 = 11.25 GB/s: 772.6 s per step, over
+    # 4,194,304 / 64 = 65,536 tokens per GPU: 1.17885e-2 s per token
     assert terms.dp_s[0] == pytest.approx(step_bytes / 11.25e9 / 65_536)
-    assert terms.dp_s[0] == pytest.approx(8.8414e-3, rel=1e-4)
+    assert terms.dp_s[0] == pytest.approx(1.17885e-2, rel=1e-4)
     # 8-GPU HGX nodes: one ring per NIC, each leaving the node once: 8 x 50 GB/s x 0.9 = 360 GB/s (below NVLink's
-    # 450): 18.11 s per step, 2.763e-4 s per token
+    # 450): 24.14 s per step, 3.684e-4 s per token
     assert terms.dp_s[1] == pytest.approx(step_bytes / 360e9 / 65_536)
+
+
+def test_an_fsdp_group_over_the_data_centre_network_gathers_over_the_nic() -> None:
+    # MaxText's "FSDP 8 (DCN)" on 64 GPUs of 8-GPU HGX nodes: the weights are sharded over 8 GPUs, one per node
+    # (8 apart), and replicated inside each node. A ring of 8 peers that leave the node every hop runs at one
+    # GPU's NIC: 50 GB/s x 0.9 = 45 GB/s, over 68.98e9 x 8 B x 16 micro-steps x 7/8 = 7.72576e12 B per step:
+    # 171.7 s, 2.61946e-3 s per token of 65,536. "FSDP" over all 64 GPUs: 8.69148e12 B at 360 GB/s, 3.6838e-4 s.
+    terms = terms_of(dict(LLAMA_70B, parallelism="FSDP 8 (DCN) x EP 8 (ICI)", **HGX_NODES),
+                     dict(LLAMA_70B, **HGX_NODES))
+    assert terms.dp_s[0] == pytest.approx(68.98e9 * 8 * 16 * 7 / 8 / 45e9 / 65_536)
+    assert terms.dp_s[0] == pytest.approx(2.61946e-3, rel=1e-4)
+    assert terms.dp_s[1] == pytest.approx(68.98e9 * 8 * 16 * 63 / 64 / 360e9 / 65_536)
 
 
 def test_70b_on_one_gpu_vms_is_far_slower_than_on_nvlink_nodes() -> None:
     vms, hgx = (step_time_parts(terms_of(dict(LLAMA_70B, **machine)), PARAMS) for machine in (ONE_GPU_VMS,
                                                                                                HGX_NODES))
-    # compute ~ 6 x 68.98e9 / (794.5e12 x 0.6) = 8.7e-4 s per token on both; FSDP 8.8e-3 s per token over the
-    # VMs' network cannot hide behind it (exposed: 0.2 x 8.8e-3 + (0.8 x 8.8e-3 - ~1e-3) ~ 8e-3 s), while the
-    # HGX nodes' 2.8e-4 s hides (0.2 x 2.8e-4 = 5.5e-5 s exposed)
+    # compute ~ 6 x 68.98e9 / (794.5e12 x 0.6) = 8.7e-4 s per token on both; FSDP 1.18e-2 s per token over the
+    # VMs' network cannot hide behind it (exposed: 0.2 x 1.18e-2 + (0.8 x 1.18e-2 - ~1e-3) ~ 1.1e-2 s), while the
+    # HGX nodes' 3.7e-4 s hides (0.2 x 3.7e-4 = 7.4e-5 s exposed)
     time_vms, time_hgx = (sum(p[0] for p in parts.values()) for parts in (vms, hgx))
     assert vms["data_parallel"][0] > 7e-3
     assert hgx["data_parallel"][0] < 1e-4
