@@ -22,8 +22,8 @@ import polars as pl
 
 from tasks.contract.features import build_features
 from tasks.contract.normalise import load_vocabulary, normalise_rows
+from tasks.contract.parallelism import parse_parallelism
 from tasks.contract.schema import INPUT_KINDS, REQUIRED_COLUMNS, Telemetry, outside_bounds, plain_number
-from tasks.model.structured import parse_parallelism
 from tasks.reference import ReferenceFiles, ReferenceName, load_reference_tables, read_aliases
 from tasks.sql_files import execute
 

@@ -162,7 +162,7 @@ def test_an_unknown_model_name_falls_back_to_the_estimated_shape(probe_model: An
 
 @pytest.mark.parametrize("spelling", PARALLELISM_SPELLINGS[1:])
 def test_parallelism_spellings_read_as_the_same_layout(probe_model: Any, spelling: str) -> None:
-    from tasks.model.structured import parse_parallelism
+    from tasks.contract.parallelism import parse_parallelism
 
     layout_read = parse_parallelism(spelling)
     assert (layout_read.tp, layout_read.pp, layout_read.vp) == (4, 2, 5)
