@@ -558,6 +558,37 @@ def all_to_all_seconds_per_token(shape: Shape, m: MoeParameters, lay: ParallelLa
     return values
 
 
+def step_batching(frame: pd.DataFrame, seq: np.ndarray, lay: ParallelLayout, cfg: StructuredConfig
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(sequences per micro-batch, tokens per optimizer step over all GPUs, micro-steps per optimizer step on a GPU,
+    pipeline bubble as a share of compute), the configured defaults where the row says nothing."""
+    micro = _num(frame, "micro_batch")
+    micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
+    micro = micro.clip(min=1.0)
+    batch_tokens = _num(frame, "global_batch_tokens")
+    batch_tokens = np.where(np.isfinite(batch_tokens), batch_tokens,
+                            np.maximum(cfg.default_global_batch_tokens, lay.dp * micro * seq))
+    # micro-steps per optimizer step on a GPU (pipeline schedules: at least as many as stages)
+    microbatches = np.maximum(np.where(np.isfinite(lay.grad_accum), lay.grad_accum,
+                                       batch_tokens / (lay.dp * micro * seq)), 1.0)
+    bubble = np.where(lay.pp > 1, (lay.pp - 1.0) / (lay.vp * np.maximum(microbatches, lay.pp)), 0.0)
+    return micro, batch_tokens, microbatches, bubble
+
+
+def expert_load_imbalance(micro_tokens: np.ndarray, lay: ParallelLayout, ep: np.ndarray, m: MoeParameters
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """(sqrt(2 ln ep / local experts), 1 / sqrt(routed tokens per expert per micro-step)): the two factors of the
+    routed experts' load imbalance, 0 for dense rows and (the first) without expert parallelism. An EP rank holds
+    experts / ep experts; the step waits for the most loaded of ep ranks, about 1 + sqrt(2 ln ep) x its load's CV
+    above the mean (Gaussian maximum), the rank's CV = expert CV / sqrt(local)."""
+    local = np.maximum(m.experts / np.maximum(ep, 1.0), 1.0)
+    imbalance = np.where(m.moe & (ep > 1), np.sqrt(2.0 * np.log(np.maximum(ep, 1.0)) / local), 0.0)
+    tokens_in = micro_tokens / lay.cp * np.minimum(lay.etp / lay.tp, 1.0)
+    per_expert = np.maximum(tokens_in * m.top_k * ep / np.maximum(m.experts, 1.0), 1.0)
+    sampling_cv = np.where(m.moe, 1.0 / np.sqrt(per_expert), 0.0)
+    return imbalance, sampling_cv
+
+
 def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     """Every parameter-free part of the step-time sum, per row."""
     gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
@@ -580,20 +611,11 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     ep = expert_parallel_size(lay.ep, lay.tp * lay.pp * lay.cp, gpus, m.moe & lay.fsdp & ~lay.ep_named, m.experts,
                               net.domain)
 
-    micro = _num(frame, "micro_batch")
-    micro = np.where(np.isfinite(micro), micro, np.maximum(1.0, np.round(cfg.default_micro_batch_tokens / seq)))
-    micro = micro.clip(min=1.0)
-    batch_tokens = _num(frame, "global_batch_tokens")
-    batch_tokens = np.where(np.isfinite(batch_tokens), batch_tokens,
-                            np.maximum(cfg.default_global_batch_tokens, lay.dp * micro * seq))
+    micro, batch_tokens, microbatches, bubble = step_batching(frame, seq, lay, cfg)
     tokens_per_gpu_step = batch_tokens / gpus
     full = np.array([c == "full" for c in checkpointing])
     any_recompute = np.array([c in ("full", "selective") for c in checkpointing])
     passes = np.where(lora, 2.0, 3.0) + full            # forward 1 + backward 2 (LoRA: 1), + recompute
-    # micro-steps per optimizer step on a GPU (pipeline schedules: at least as many as stages)
-    microbatches = np.maximum(np.where(np.isfinite(lay.grad_accum), lay.grad_accum,
-                                       batch_tokens / (lay.dp * micro * seq)), 1.0)
-    bubble = np.where(lay.pp > 1, (lay.pp - 1.0) / (lay.vp * np.maximum(microbatches, lay.pp)), 0.0)
 
     # a run that names no layout and cannot hold unsharded weights + optimizer state is priced as FSDP; LoRA/QLoRA
     # hold a frozen base (no gradient, no optimizer state) plus the adapters' optimizer state
@@ -625,13 +647,7 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
     dequant_s = np.where(qlora, cfg.qlora_dequant_bytes_per_param * held * (2.0 + full) / bandwidth / (micro * seq),
                          0.0)
 
-    # load imbalance: an EP rank holds experts / ep experts; the step waits for the most loaded of ep ranks, about
-    # 1 + sqrt(2 ln ep) x its load's CV above the mean (Gaussian maximum), the rank's CV = expert CV / sqrt(local)
-    local = np.maximum(m.experts / np.maximum(ep, 1.0), 1.0)
-    imbalance = np.where(m.moe & (ep > 1), np.sqrt(2.0 * np.log(np.maximum(ep, 1.0)) / local), 0.0)
-    tokens_in = micro * seq / lay.cp * np.minimum(lay.etp / lay.tp, 1.0)
-    per_expert = np.maximum(tokens_in * m.top_k * ep / np.maximum(m.experts, 1.0), 1.0)
-    sampling_cv = np.where(m.moe, 1.0 / np.sqrt(per_expert), 0.0)
+    imbalance, sampling_cv = expert_load_imbalance(micro * seq, lay, ep, m)
     families = dict(cfg.frameworks)
     return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
                  expert_gemm_size=grouped_gemm_size(micro * seq, lay, ep, m),
