@@ -151,7 +151,6 @@ LONGEST_FIRST = (
     "tests/fetch/test_kill_and_flows.py::test_nightly_with_fetching_enabled",  # a whole night with fetching
     "tests/scale/test_prefect_worker.py",
     "tests/model/test_training.py::test_full_candidate_set_champion_beats_baseline",
-    "tests/model/test_training.py::test_another_candidate_set_with_the_same_winner_registers_nothing",
     "trained-home",
     "postgres",
     "tests/fetch/test_fetch.py::test_every_provider_is_paginated",
