@@ -15,7 +15,8 @@ STAMP := $(VENV)/.installed
 # The exact versions, with hashes, of every dependency and extra, for every supported Python (`make lock`).
 LOCK := requirements.lock
 # pytest-xdist workers for `make test`: most tests wait on subprocesses (whole nights), so one per core. Each
-# worker builds the session fixtures it needs (the CLI night, the reliability states) in its own temp folder.
+# worker builds the session fixtures it needs (the CLI night, the reliability states) in its own temp folder; the
+# tests sharing one run on one worker, the longest first (--dist loadgroup in pyproject.toml; tests/conftest.py).
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
 # e.g. LOCK_ARGS=--upgrade, or LOCK_ARGS='--upgrade-package prefect': what `make lock` may move
 LOCK_ARGS ?=

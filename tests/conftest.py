@@ -3,6 +3,7 @@ samples, and one session-scoped Prefect test harness for the few flow-level test
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -24,6 +25,12 @@ from tests import configured  # noqa: E402
 
 # the rest of Prefect's environment, as every entry point sets it (its start-up timeout on a loaded machine)
 configure_prefect_environment()
+
+# where the xdist workers say which tests share a costly fixture (pytest_xdist_make_scheduler, below): the
+# controller's folder, which the workers inherit
+os.environ.setdefault("GPUCOST_TEST_XDIST_GROUPS", str(_SESSION_DIR / "xdist-groups"))
+XDIST_GROUPS = Path(os.environ["GPUCOST_TEST_XDIST_GROUPS"])
+XDIST_GROUPS.mkdir(exist_ok=True)
 
 SAMPLES = DATA_DIR / "samples"
 PRICE_SAMPLES = SAMPLES / "prices"
@@ -120,11 +127,84 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="fail a test that starts a process (make test-fast: such a test must be marked slow)")
 
 
+# Worker groups (`make test` runs pytest-xdist with `--dist loadgroup`, pyproject.toml). A session fixture is built
+# once per worker that runs a test needing it, so the tests of each costly one run on one worker, which builds it
+# once: without this, both workers built the `gpucost run` night, the reliability states and the trained store. The
+# first fixture a test needs, in this order, names its group. xdist 3.8 reads the groups from node ids that pytest 9.2
+# no longer lets it change (pytest-xdist issue 1386): each worker writes them to a file the scheduler below reads.
+SHARED_FIXTURE_GROUPS = (
+    ("night", "night"),  # a whole `gpucost run` (~2 min)
+    ("base_states", "reliability"),  # the reliability suite's nights (and `states`, built on them)
+    ("postgres", "postgres"),  # a PostgreSQL cluster
+    ("trained_home", "trained-home"),  # a training registered in MLflow
+    ("scenario", "mlflow-scenario"),  # an MLflow store with a logged run per trainer
+)
+
+
+# xdist hands the work out in collection order, one group (or ungrouped test) at a time to whichever worker is
+# free (`--no-loadscope-reorder`, pyproject.toml): the longest go first, so that no long one starts last on one
+# worker while the other idles. A group or a node id prefix; measured on 2 busy cores, the night built once.
+LONGEST_FIRST = (
+    "reliability",  # ~70 tests that start commands and kill them: the longest group
+    "tests/model/test_training.py::test_better_candidate_set_replaces_a_baseline_champion",  # 2 trainings, 778 runs
+    "night",
+    "tests/fetch/test_kill_and_flows.py::test_nightly_with_fetching_enabled",  # a whole night with fetching
+    "tests/scale/test_prefect_worker.py",
+    "tests/model/test_training.py::test_full_candidate_set_champion_beats_baseline",
+    "trained-home",
+    "postgres",
+    "tests/fetch/test_fetch.py::test_every_provider_is_paginated",
+    "tests/model/test_flow.py",
+    "tests/fetch/test_kill_and_flows.py::test_fetch_command_fetches_every_provider",
+    "tests/model/test_recovery.py",
+    "tests/scale/test_dask_ingest.py",
+)
+
+
+def shared_fixture_group(item: pytest.Item) -> str | None:
+    needs = set(getattr(item, "fixturenames", ()))
+    return next((group for fixture, group in SHARED_FIXTURE_GROUPS if fixture in needs), None)
+
+
+def start_rank(item: pytest.Item) -> int:
+    group = shared_fixture_group(item)
+    return next((rank for rank, what in enumerate(LONGEST_FIRST) if what == group or item.nodeid.startswith(what)),
+                len(LONGEST_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if (item.get_closest_marker("flow") or SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
                 or item.nodeid.startswith(SLOW_TESTS)):
             item.add_marker(pytest.mark.slow)
+        group = shared_fixture_group(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=start_rank)  # stable: the collection order within a rank
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # before the worker sends its collection, so the scheduler finds the file complete
+        groups = {item.nodeid: group for item in items if (group := shared_fixture_group(item))}
+        (XDIST_GROUPS / f"{worker}.json").write_text(json.dumps(groups), encoding="utf-8")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own, which would ignore the groups
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class SharedFixtureScheduling(LoadGroupScheduling):
+        """--dist loadgroup with the groups the workers wrote (every worker collects the same tests)."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                self.groups = json.loads(next(XDIST_GROUPS.glob("*.json")).read_text(encoding="utf-8"))
+            return self.groups.get(nodeid) or super()._split_scope(nodeid)
+
+    return SharedFixtureScheduling(config, log)
 
 
 @pytest.hookimpl(wrapper=True)

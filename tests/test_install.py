@@ -132,6 +132,21 @@ def test_every_slow_entry_names_a_test_that_exists() -> None:
                              re.MULTILINE), entry
 
 
+def test_every_longest_first_entry_names_a_group_or_a_test_that_exists() -> None:
+    from tests.conftest import LONGEST_FIRST, SHARED_FIXTURE_GROUPS
+
+    # a renamed test or group would silently start late and lengthen make test
+    groups = {group for _, group in SHARED_FIXTURE_GROUPS}
+    for entry in LONGEST_FIRST:
+        if entry in groups:
+            continue
+        path, _, test = entry.partition("::")
+        assert (PROJECT_ROOT / path).exists(), entry
+        if test:
+            assert re.search(rf"^def {re.escape(test)}", (PROJECT_ROOT / path).read_text(encoding="utf-8"),
+                             re.MULTILINE), entry
+
+
 @pytest.mark.slow
 def test_an_install_without_the_project_folders_says_so_in_one_line(tmp_path: Path) -> None:
     """A non-editable `pip install .` copies the Python packages only (pyproject's packages.find); gpucost then

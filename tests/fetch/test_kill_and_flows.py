@@ -128,9 +128,10 @@ def test_nightly_with_fetching_enabled_puts_fetched_prices_in_core_with_the_fetc
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from flows.nightly import nightly
-    from tests.model.conftest import SMALL_CANDIDATES, make_config_dir
+    from tests.model.conftest import BASELINE_ONLY, make_config_dir
 
-    config = make_config_dir(tmp_path / "nightly", SMALL_CANDIDATES)
+    # the constant-MFU baseline alone: this test is about the fetched prices, any champion ranks them
+    config = make_config_dir(tmp_path / "nightly", BASELINE_ONLY)
     fetch_toml = replay.FETCH_TOML.format(enabled="true", azure_filter=replay.AZURE_FILTER)
     (config / "fetch.toml").write_text(fetch_toml.replace(
         'providers = ["azure", "aws", "aws-spot", "gcp", "skypilot"]', 'providers = ["azure", "skypilot"]'))

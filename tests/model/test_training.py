@@ -90,13 +90,16 @@ def test_interval_coverage_is_reported_and_sane(in_trained_home: tuple[Path, obj
     assert intervals.unseen_low <= intervals.seen_low < 0 < intervals.seen_high <= intervals.unseen_high
 
 
-def test_another_candidate_set_with_the_same_winner_registers_nothing(training_features: pl.DataFrame,
-                                                                       small_config_dir: Path, use_config,
+def test_another_candidate_set_with_the_same_winner_registers_nothing(trained_home: tuple[Path, object],
+                                                                       training_features: pl.DataFrame, use_config,
+                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                        tmp_path: Path) -> None:
     from tests.model.conftest import make_config_dir
 
-    use_config(small_config_dir)
-    first = train_and_register(training_features, load_config("models"), configured.resources(), configured.contract())
+    # the first training: the small set on these rows in a fresh home, which trained_home is (a copy: this test
+    # trains again; its artifacts are stored relative to the home)
+    home, first = trained_home
+    monkeypatch.setenv("GPUCOST_HOME", str(shutil.copytree(home, tmp_path / "home")))
     # the small set without its lasso: on this file the structured model wins both sets (it beats the
     # constant-MFU baseline on every grouping): same rows, same winning spec, same settings -> the same model
     without_lasso = """

@@ -185,9 +185,19 @@ def test_staged_on_the_side_then_applied_in_order_equals_the_sequential_ingest(
 
 def _children() -> set[int]:
     """This process's descendants, except multiprocessing's resource tracker (started with the first worker
-    process, it lives as long as the interpreter and exits with it)."""
-    return {child.pid for child in psutil.Process().children(recursive=True)
-            if "multiprocessing.resource_tracker" not in " ".join(child.cmdline())}
+    process, it lives as long as the interpreter and exits with it). A zombie (exited, not yet reaped: e.g. an
+    earlier test's child on this pytest worker) has no command line any more and is listed; one gone is not."""
+    pids = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "multiprocessing.resource_tracker" in " ".join(child.cmdline()):
+                continue
+        except psutil.ZombieProcess:
+            pass
+        except psutil.NoSuchProcess:
+            continue
+        pids.add(child.pid)
+    return pids
 
 
 @pytest.mark.flow
