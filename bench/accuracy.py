@@ -162,6 +162,11 @@ def _print_candidates(evaluations, groupings: list[str], champion_spec, baseline
         print(f"| {evaluation.spec.name}{marks} | {apes} | {evaluation.score:.4f} | {covs} | {seconds:.1f} |")
 
 
+def _share(value: float) -> str:
+    """A share as a percentage, or "-" where the grouping holds out no row of that kind (MoE family: no dense)."""
+    return "-" if math.isnan(value) else f"{value:.1%}"
+
+
 def _print_dense_and_moe(evaluations, groupings: list[str], data, level: float) -> None:  # bench printing
     moe = moe_rows(data.frame)
     lora = int(data.frame["workload"].isin(["lora", "qlora"]).sum())
@@ -174,10 +179,11 @@ def _print_dense_and_moe(evaluations, groupings: list[str], data, level: float) 
         cells = []
         for g in groupings:
             kind = evaluation.by_kind(g, data)
-            cells.append(f"{evaluation.median_ape(g):.1%} / {kind['dense_median_ape']:.1%} / "
-                         f"{kind['moe_median_ape']:.1%} / {kind['lora_median_ape']:.1%}")
-            cells.append(f"{evaluation.coverage.get(g, float('nan')):.1%} / {kind['dense_interval_coverage']:.1%} / "
-                         f"{kind['moe_interval_coverage']:.1%} / {kind['lora_interval_coverage']:.1%}")
+            apes = (evaluation.median_ape(g), kind["dense_median_ape"], kind["moe_median_ape"],
+                    kind["lora_median_ape"])
+            covs = (evaluation.coverage.get(g, float("nan")), kind["dense_interval_coverage"],
+                    kind["moe_interval_coverage"], kind["lora_interval_coverage"])
+            cells += [" / ".join(map(_share, apes)), " / ".join(map(_share, covs))]
         print(f"| {evaluation.spec.name} | " + " | ".join(cells) + " |")
 
 
