@@ -41,6 +41,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
 def _run_ddl(con: duckdb.DuckDBPyConnection) -> None:
     for ddl in sorted((SQL_DIR / "ddl").glob("*.sql")):
         con.execute(ddl.read_text(encoding="utf-8"))
+    # the telemetry contract's FLOPs formulas, which the staging and feature SQL call (a prediction creates them
+    # in its own in-memory database: they are the contract's, not the warehouse's)
+    execute(con, "contract/flops_macros")
 
 
 def _busy_message(path: Path, error: Exception) -> str:

@@ -1,7 +1,7 @@
 -- Feature rows for training runs: the token-efficiency models' only input (contract 1).
 -- `feature_input` is registered by tasks/contract/features.py: normalised runs (tasks/contract/schema.py
 -- NORMALISED_SCHEMA columns) plus `_feature_row` (input order). Throughput is optional (prediction inputs): without
--- it the target, achieved TFLOP/s and MFU are null. FLOPs per token: see sql/ddl/041_flops_macros.sql.
+-- it the target, achieved TFLOP/s and MFU are null. FLOPs per token: see sql/contract/flops_macros.sql.
 -- $model_shapes: data/reference/model_shapes.csv (model_name -> n_layers, d_model, heads, vocabulary, FFN, and for
 -- MoE models routed experts, top-k, shared experts, expert FFN size, layers without experts).
 -- $matmul_ceilings: data/reference/gpu_matmul_ceilings.csv (gpu -> measured maximum achievable matmul

@@ -1,7 +1,7 @@
 -- The staged telemetry rows the suite validates: each normalised run (staging_normalised_runs,
 -- sql/contract/normalised_runs.sql) with the GPU's peak for the precision and the checked columns, stored once
 -- (sql/telemetry/duplicate_runs.sql then drops the identical extra duplicates and names the conflicting ones).
--- Formulas: sql/ddl/041_flops_macros.sql.
+-- Formulas: sql/contract/flops_macros.sql.
 create or replace temp table staging_file_rows as
 with runs as (
     select

@@ -37,9 +37,9 @@ CONTRACT_INPUT_COLUMNS = tuple(c for c in INPUT_KINDS if c not in IGNORED_INPUT_
 SPEC_COLUMNS = ("peak_tflops", "mem_bandwidth_tbps")
 # The reference files the features read (config/settings.toml [reference]); a registered model carries copies.
 REFERENCE_FILES: tuple[ReferenceName, ...] = ("gpu_specs", "gpu_aliases", "model_shapes", "matmul_ceilings")
-# What the in-memory database the features are built in needs before the reference tables: the schemas and the
-# FLOPs macros the feature SQL calls (not the warehouse's tables: a prediction never reads or writes them).
-MEMORY_SETUP = ("ddl/000_schemas", "ddl/041_flops_macros")
+# What the in-memory database the features are built in needs before the reference tables: their schema and the
+# FLOPs macros the feature SQL calls (none of the warehouse's DDL: a prediction never reads or writes its tables).
+MEMORY_SETUP = ("contract/reference_schema", "contract/flops_macros")
 
 
 def files_digest(files: Mapping[str, Path | str]) -> str:

@@ -31,7 +31,7 @@ PACKAGE = "tasks"
 # what the contract features run (tasks.model.contract_rows.ContractFeatures.build, MEMORY_SETUP first): the
 # schemas, the FLOPs macros, the GPU specs and aliases loaded, the contract's normaliser (sql/contract/, run by
 # tasks.contract.normalise), the feature SQL
-MODEL_SQL = ("ddl/000_schemas.sql", "ddl/041_flops_macros.sql", "common/load_gpu_specs.sql",
+MODEL_SQL = ("contract/reference_schema.sql", "contract/flops_macros.sql", "common/load_gpu_specs.sql",
              "common/load_gpu_aliases.sql", "contract/rules.sql", "contract/cells.sql",
              "contract/spellings_to_look_up.sql", "contract/normalised_runs.sql", "features/build_features.sql")
 

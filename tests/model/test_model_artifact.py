@@ -83,9 +83,9 @@ def test_champion_loads_and_predicts_in_a_fresh_process_elsewhere_and_its_copy_w
     for part in ("tasks/ingest/", "tasks/fetch/", "tasks/providers/", "tasks/prices/", "tasks/publishing/",
                  "tasks/ranking/", "tasks/telemetry/"):
         assert not [f for f in code if f.startswith(part)], (part, code)
-    # SQL: the schemas and FLOPs macros an in-memory database needs, the reference loads, the contract's normaliser
-    # (the ingest's own) and the feature SQL (no table DDL, no ingest, publishing or ranking SQL)
+    # SQL: the reference schema and FLOPs macros an in-memory database needs, the reference loads, the contract's
+    # normaliser (the ingest's own) and the feature SQL (nothing of sql/ddl/, no ingest, publishing or ranking SQL)
     assert [f for f in code if f.startswith("sql/")] == [
         "sql/common/load_gpu_aliases.sql", "sql/common/load_gpu_specs.sql", "sql/contract/cells.sql",
-        "sql/contract/normalised_runs.sql", "sql/contract/rules.sql", "sql/contract/spellings_to_look_up.sql",
-        "sql/ddl/000_schemas.sql", "sql/ddl/041_flops_macros.sql", "sql/features/build_features.sql"]
+        "sql/contract/flops_macros.sql", "sql/contract/normalised_runs.sql", "sql/contract/reference_schema.sql",
+        "sql/contract/rules.sql", "sql/contract/spellings_to_look_up.sql", "sql/features/build_features.sql"]

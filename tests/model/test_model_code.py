@@ -25,6 +25,8 @@ def test_the_model_carries_its_import_closure_and_nothing_of_the_other_layers() 
     # the storage layer (DDL, migrations, the landing zone): the feature SQL runs through tasks/sql_files.py alone
     assert "tasks/sql_files.py" in modules
     assert not {"tasks/warehouse.py", "tasks/landing_zone.py"} & set(modules), modules
+    # no DDL: the in-memory database gets the reference schema and the contract's FLOPs macros, not the warehouse's
+    assert not [f for f in MODEL_SQL if f.startswith("ddl/")], MODEL_SQL
     assert len(modules) + len(MODEL_SQL) <= 30
 
 

@@ -1,4 +1,6 @@
--- Model FLOPs per token and dense peaks: the ONE place these formulas are written down. The
+-- Model FLOPs per token and dense peaks: the ONE place these formulas are written down (part of the telemetry
+-- contract: the warehouse creates them on every connect, tasks/warehouse.py, and a prediction in its in-memory
+-- database, tasks/model/contract_rows.py). The
 -- telemetry peak check (sql/telemetry/stage_runs.sql) and the features (sql/features/build_features.sql)
 -- both call these macros.
 --
