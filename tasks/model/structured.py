@@ -5,7 +5,8 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 
     t = k_fw x [ t_compute + t_overhead + t_optimizer + exposed(t_tp, tp_overlap) + exposed(t_dp, dp_overlap)
                  + exposed(t_all_to_all, a2a_overlap) ]
-    t_compute = (t_linear + t_experts + t_attention) x (1 + pipeline bubble) + t_memory + t_moe_memory
+    t_compute = (t_linear + t_experts + t_attention) x (1 + pipeline bubble) x stage imbalance + t_memory
+                + t_moe_memory
     exposed(t, o) = (1 - o) x t + max(0, o x t - t_compute)     (communication hides only behind compute)
 
 - t_linear: the dense linear layers' FLOPs (attention projections, dense FFNs, shared experts, router,
@@ -47,6 +48,12 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   consecutive GPUs: its peers inside the scale-up domain are reached at the scale-up bandwidth x
   `a2a_scale_up_efficiency`, the rest over the network x `a2a_scale_out_efficiency`.
 - pipeline bubble: (pp - 1) / (virtual stages x micro-batches) (Narayanan et al. 2021).
+- stage imbalance: a pipeline runs at its slowest rank. The layers are split with the embedding and the output
+  head + loss counted as one layer slot each (Megatron's account-for-embedding/loss-in-pipeline-split,
+  torchtitan's stage weights): a rank holds (layers + 2) / pp slots and the last one the head, 2 x vocab x d_model
+  FLOPs per pass (vocab: the model's, else `estimate_vocab`), h layers' worth: max(slots, slots - 1 + h) over
+  the mean rank's (layers + h) / pp. Deep pipelines of large-vocabulary models (Qwen3-235B at PP 32: x 1.42) wait
+  for their last rank.
 - k_fw: a per-framework factor, ridge-shrunk towards 1; a framework the training data does not have gets
   the pooled value.
 
@@ -79,7 +86,7 @@ STRUCTURED_NUMERIC = (
     "num_gpus", "params_b", "active_params_b", "seq_len", "micro_batch", "global_batch_tokens",
     "peak_tflops", "peak_16bit_tflops", "mem_bandwidth_tbps", "intra_node_bw_gbps_unidir", "n_layers", "d_model",
     "matmul_ceiling_16bit", "matmul_ceiling_lowp", "matmul_ceiling_power_w", "tdp_w", "gpu_memory_gb", "n_heads",
-    "head_dim", "attention_layers",
+    "head_dim", "attention_layers", "vocab",
     "ffn_matrices", "moe_experts", "moe_top_k", "moe_expert_ffn", "moe_shared_experts", "moe_dense_layers",
     "scale_up_domain_gpus", "scale_up_gbps_per_gpu", "scale_out_gbps_per_gpu",
 )
@@ -264,6 +271,7 @@ class Terms:
     low_precision: np.ndarray      # bool
     moe: np.ndarray                # bool
     bubble: np.ndarray             # pipeline bubble fraction
+    stage_imbalance: np.ndarray    # the slowest pipeline rank's matmul work over the mean rank's (1: no pipeline)
     optimizer_s: np.ndarray        # s per token
     dequant_s: np.ndarray          # s per token: QLoRA's 4-bit base weights dequantised each weight pass (0 else)
     tp_s: np.ndarray               # s per token
@@ -575,6 +583,28 @@ def step_batching(frame: pd.DataFrame, seq: np.ndarray, lay: ParallelLayout, cfg
     return micro, batch_tokens, microbatches, bubble
 
 
+def output_head_layers(frame: pd.DataFrame, shape: Shape, passes: np.ndarray, matmul_flops: np.ndarray,
+                       attention_flops: np.ndarray, cfg: StructuredConfig) -> np.ndarray:
+    """The output head's FLOPs per token, 2 x vocab x d_model per pass (at most half the matmul FLOPs), in layers'
+    worth of the rest; vocab: the row's model's, else `estimate_vocab`."""
+    vocab = _given(_num(frame, "vocab"), cfg.estimate_vocab)
+    head = np.minimum(2.0 * vocab * shape.width * passes, 0.5 * matmul_flops)
+    values: np.ndarray = head / ((matmul_flops + attention_flops - head) / shape.layers)
+    return values
+
+
+def pipeline_stage_imbalance(layers: np.ndarray, pp: np.ndarray, head_layers: np.ndarray) -> np.ndarray:
+    """The slowest pipeline rank's work over the mean rank's. Frameworks split the layers with the embedding and
+    the output head + loss counted as one layer slot each (Megatron's account-for-embedding/loss-in-pipeline-split,
+    torchtitan's default stage weights): a rank holds (layers + 2) / pp slots, the last one the head in place of a
+    layer. The head costs `head_layers` layers (2 vocab d_model FLOPs per pass): with a large vocabulary and few
+    layers per rank (deep pipelines) the last rank sets the pace."""
+    slots = (layers + 2.0) / pp
+    slowest = np.maximum(slots, slots - 1.0 + head_layers)
+    values: np.ndarray = np.where(pp > 1, np.maximum(slowest / ((layers + head_layers) / pp), 1.0), 1.0)
+    return values
+
+
 def expert_load_imbalance(micro_tokens: np.ndarray, lay: ParallelLayout, ep: np.ndarray, m: MoeParameters
                           ) -> tuple[np.ndarray, np.ndarray]:
     """(sqrt(2 ln ep / local experts), 1 / sqrt(routed tokens per expert per micro-step)): the two factors of the
@@ -648,15 +678,20 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                          0.0)
 
     imbalance, sampling_cv = expert_load_imbalance(micro * seq, lay, ep, m)
+    linear_flops, expert_flops = 2.0 * m.dense_active * passes, 2.0 * m.routed_active * passes
+    attention_flops = 2.0 * seq * shape.attention_width * shape.attention_layers * (3.0 + any_recompute)
     families = dict(cfg.frameworks)
-    return Terms(linear_flops=2.0 * m.dense_active * passes, expert_flops=2.0 * m.routed_active * passes,
+    return Terms(linear_flops=linear_flops, expert_flops=expert_flops,
                  expert_gemm_size=grouped_gemm_size(micro * seq, lay, ep, m),
                  imbalance_units=imbalance, sampling_cv=sampling_cv,
-                 attention_flops=2.0 * seq * shape.attention_width * shape.attention_layers * (3.0 + any_recompute),
+                 attention_flops=attention_flops,
                  linear_peak=peaks.linear_peak, lowp_share=peaks.lowp_share, peak_16bit=peaks.peak_16bit,
                  power_ratio=peaks.power_ratio, bandwidth=bandwidth, layer_width=shape.layers * shape.width,
                  routed_width=np.where(m.moe, m.top_k * shape.width * m.moe_layers, 0.0),
-                 low_precision=low, moe=m.moe, bubble=bubble, optimizer_s=optimizer_s, dequant_s=dequant_s,
+                 low_precision=low, moe=m.moe, bubble=bubble,
+                 stage_imbalance=pipeline_stage_imbalance(shape.layers, lay.pp, output_head_layers(
+                     frame, shape, passes, linear_flops + expert_flops, attention_flops, cfg)),
+                 optimizer_s=optimizer_s, dequant_s=dequant_s,
                  # fixed per-layer cost of a micro-step (launches, synchronisation): the group of tp x cp GPUs
                  # pushes micro_batch x seq tokens through each layer per micro-step
                  overhead_units=shape.layers * lay.tp * lay.cp / (micro * seq),
@@ -701,7 +736,7 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
                                                                              p["quantisation_bytes"], 0.0))
     memory = bytes_per_token / terms.bandwidth
     moe_memory = terms.routed_width * p["moe_permute_bytes"] / terms.bandwidth
-    bubble = 1.0 + terms.bubble
+    bubble = (1.0 + terms.bubble) * terms.stage_imbalance
     compute = (linear + experts + attention) * bubble + memory + moe_memory
     return {
         "linear": linear * bubble,

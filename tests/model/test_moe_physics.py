@@ -179,6 +179,42 @@ LLAMA_70B = {
 }
 ONE_GPU_VMS = {"scale_up_domain_gpus": 1, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 100.0}
 HGX_NODES = {"scale_up_domain_gpus": 8, "scale_up_gbps_per_gpu": 450.0, "scale_out_gbps_per_gpu": 400.0}
+# data/reference/model_shapes.csv, Qwen3-235B-A22B (HF config.json): 94 layers, d_model 4096, 64 heads x 128,
+# vocabulary 151,936, 128 experts, top-8, expert FFN 1536. 256 H100 as Megatron-MoE-ModelZoo's runs of it
+# (micro 1 x 4096 tokens, 2048 sequences per step, selective recompute).
+QWEN3_235B = dict(QWEN3_30B, num_gpus=256, params_b=235.0, active_params_b=22.0, micro_batch=1,
+                  global_batch_tokens=8_388_608, n_layers=94, d_model=4096, n_heads=64, vocab=151_936,
+                  moe_expert_ffn=1536, activation_checkpointing="selective", framework="Megatron-LM",
+                  parallelism="TP 2 PP 32 CP 1 EP 8 VP 3 ETP 1 EDP 1 DP 4")
+
+
+def test_a_deep_pipeline_waits_for_the_rank_holding_the_output_head() -> None:
+    deep = QWEN3_235B
+    shallow = dict(QWEN3_235B, parallelism="TP 4 PP 8 CP 1 EP 8 VP 4 ETP 1 EDP 4 DP 8")
+    flat = dict(QWEN3_235B, parallelism="TP 2 PP 1 CP 1 EP 8 EDP 32 DP 128, FSDP on")
+    terms = terms_of(deep, shallow, flat)
+    # per token, forward + backward (x3): the output head 2 x 151,936 x 4096 x 3 = 3,733,979,136 FLOPs; the rest:
+    # 6 x 22e9 = 132e9 linear + expert FLOPs, and attention 2 x 4096 x (64 x 128) x 94 layers x 4 (selective
+    # recompute runs attention forward again) = 25,232,932,864; one layer = (157,232,932,864 - 3,733,979,136) / 94
+    head = 2 * 151_936 * 4096 * 3
+    assert head == 3_733_979_136
+    layer = (132e9 + 2 * 4096 * 8192 * 94 * 4 - head) / 94
+    assert layer == pytest.approx(1_632_967_593, abs=1)
+    head_layers = head / layer                                       # 2.28662 layers
+    # 94 layers + an embedding and a head slot = 96 slots; PP 32: 3 slots a rank, the last one 2 layers + the head:
+    # 4.28662 against the mean rank's (94 + 2.28662) / 32 = 3.00896 -> x 1.42463
+    assert terms.stage_imbalance[0] == pytest.approx((2 + head_layers) / ((94 + head_layers) / 32))
+    assert terms.stage_imbalance[0] == pytest.approx(1.42463, rel=1e-5)
+    # PP 8: 12 slots a rank, the last 11 layers + the head: 13.28662 / 12.03583 -> x 1.10393
+    assert terms.stage_imbalance[1] == pytest.approx(1.10393, rel=1e-5)
+    # no pipeline: nothing to wait for
+    assert terms.stage_imbalance[2] == 1.0
+    # the imbalance scales the matmul parts, as the bubble does (PP 32, VP 3, 512 micro-steps: 31 / (3 x 512))
+    parts = step_time_parts(terms, PARAMS)
+    attention = terms.attention_flops / (terms.peak_16bit * PARAMS["attention_efficiency"])
+    assert parts["attention"][0] == pytest.approx(attention[0] * (1 + 31 / (3 * 512)) * 1.42463, rel=1e-5)
+
+
 PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio": 0.9,
           "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
