@@ -5,6 +5,7 @@ structured model prices the layout; the model's feature rows and its coverage fl
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -14,6 +15,53 @@ _SIZE = r"\s*[=:-]?\s*(\d+)"
 _NAME_START = r"(?<![A-WYZa-wyz])"
 # the text names an expert-parallel size
 EP_NAMED = re.compile(_NAME_START + r"EP\s*[=:-]?\s*\d", flags=re.IGNORECASE)
+
+
+# The same sizes as frameworks' configs name them, rewritten to the short names before reading (in this order):
+# MaxText configs/base.yml (`ici_tensor_parallelism`, `dcn_fsdp_parallelism`: ici inside a node or slice, dcn
+# across; an axis of size 1 says nothing), Megatron-LM / NeMo (`tensor_model_parallel_size`,
+# `virtual_pipeline_model_parallel_size`, `num_virtual_stages_per_pipeline_rank`, `expert_tensor_parallel_size`),
+# torchtitan ([parallelism] `tensor_parallel_degree`, `data_parallel_shard_degree`), DeepSpeed (`pp_degree`), and
+# prose ("4-way tensor parallel").
+_SEP = r"[-_ ]"
+_PARALLEL = rf"parallel(?:ism)?(?:{_SEP}(?:size|degree))?"
+_LONG_NAMES: tuple[tuple[str, str | Callable[[re.Match[str]], str]], ...] = (
+    (r"\b(?:ici|dcn)_\w+?_parallelism\s*[=:]?\s*1\b", ""),
+    (r"\bdcn_fsdp(?:_transpose)?_parallelism" + _SIZE, r"FSDP \1 (DCN)"),
+    (r"\b(?:ici_|dcn_)?fsdp(?:_transpose)?_parallelism", "FSDP"),
+    (r"\b(?:ici|dcn)_(?:sequence|context)_parallelism", "CP"),
+    (r"\b(?:ici|dcn)_(?:tensor|expert|pipeline)_parallelism", lambda m: m.group(0).split("_")[1][0].upper() + "P"),
+    (rf"\bexpert{_SEP}tensor{_SEP}(?:model{_SEP})?{_PARALLEL}", "ETP"),
+    (rf"\bexpert{_SEP}data{_SEP}{_PARALLEL}", "EDP"),
+    (rf"\bvirtual{_SEP}pipeline{_SEP}(?:model{_SEP})?{_PARALLEL}", "VP"),
+    (rf"\bnum{_SEP}virtual{_SEP}stages{_SEP}per{_SEP}pipeline{_SEP}rank", "VP"),
+    (rf"\bdata{_SEP}parallel{_SEP}shard(?:{_SEP}degree)?", "dp_shard"),
+    (rf"\b(tensor|pipeline|context|expert){_SEP}(?:model{_SEP})?{_PARALLEL}",
+     lambda m: {"t": "TP", "p": "PP", "c": "CP", "e": "EP"}[m.group(1)[0].lower()]),
+    (rf"\b(tp|pp|cp|ep|etp|vpp?){_SEP}(?:size|degree)\b", lambda m: m.group(1).upper()),
+    (rf"\bgradient{_SEP}accumulation(?:{_SEP}steps)?", "GA"),
+    (r"\b(\d+)[- ]way\s+(TP|PP|CP|EP|ETP|VPP?|FSDP)\b", r"\2 \1"),
+)
+# a tuple of names and one of sizes: "(TP, PP, CP, EP) = (2, 4, 1, 8)", "TPxPPxDP = 4x2x16", "TP/PP/EP: 2/4/8"
+_NAMES = r"(?:TP|PP|CP|EP|ETP|EDP|VPP?|DP|FSDP)"
+_JOIN = r"\s*[,x×*/]\s*"
+_TUPLE = re.compile(rf"\(?\s*((?:{_NAMES}{_JOIN})+{_NAMES})\s*\)?\s*[=:]\s*\(?\s*((?:\d+{_JOIN})+\d+)\s*\)?",
+                    flags=re.IGNORECASE)
+
+
+def spelled_short(text: str) -> str:
+    """`text` with the frameworks' long names of parallel sizes and tuples of sizes rewritten as "TP 4 PP 2"."""
+    for pattern, short in _LONG_NAMES:
+        text = re.sub(pattern, short, text, flags=re.IGNORECASE)
+
+    def pairs(match: re.Match[str]) -> str:
+        names = re.split(_JOIN, match.group(1).strip())
+        sizes = re.split(_JOIN, match.group(2).strip())
+        if len(names) != len(sizes):
+            return match.group(0)
+        return " ".join(f"{n.upper()} {v}" for n, v in zip(names, sizes, strict=True))
+
+    return _TUPLE.sub(pairs, text)
 
 
 def _first_int(pattern: str, text: str) -> int | None:
@@ -36,6 +84,7 @@ class Layout:
     fsdp: bool = False
     fsdp_across: int = 0    # an FSDP size named as spanning nodes (MaxText's "FSDP 8 (DCN)"); 0 = not said
     given: bool = False     # the text names any layout at all
+    ep_named: bool = False  # the text names an expert-parallel size (EP 1 included)
 
 
 @lru_cache(maxsize=4096)
@@ -46,7 +95,7 @@ def parse_parallelism(text: str | None) -> Layout:
     count as 1 (no model parallelism)."""
     if not isinstance(text, str) or not text.strip():
         return Layout()
-    t = text.replace("AsyncTP", "TP")
+    t = spelled_short(text.replace("AsyncTP", "TP"))
 
     def size(name: str) -> int:
         value = _first_int(rf"{_NAME_START}{name}{_SIZE}", t)
@@ -73,4 +122,5 @@ def parse_parallelism(text: str | None) -> Layout:
     # MaxText's dcn_fsdp_parallelism: the FSDP axis over the data-centre network, one GPU per node
     across = _first_int(_NAME_START + r"FSDP" + _SIZE + r"\s*\(DCN\)", t) or 0
     return Layout(tp=tp, pp=pp, cp=size("CP"), ep=size("EP"), etp=max(0, etp_text or 0), edp=max(0, edp_text or 0),
-                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, fsdp_across=across, given=True)
+                  vp=max(1, vp_text or 1), grad_accum=grad_accum, fsdp=fsdp, fsdp_across=across, given=True,
+                  ep_named=bool(EP_NAMED.search(t)))

@@ -78,7 +78,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from tasks.contract.parallelism import EP_NAMED, Layout, parse_parallelism
+from tasks.contract.parallelism import Layout, parse_parallelism
 from tasks.model.design import PHYSICS_BOUND
 
 # Feature-row columns the structured model reads (besides the physics bound, to return log MFU).
@@ -351,7 +351,7 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
     texts = _text(frame, "parallelism")
     layouts = [parse_parallelism(t) for t in texts]
-    ep_named = np.array([bool(EP_NAMED.search(t or "")) for t in texts])
+    ep_named = np.array([lay.ep_named for lay in layouts])
     model_parallel = np.array([lay.tp * lay.pp * lay.cp for lay in layouts], dtype="float64")
     fsdp = np.array([lay.fsdp for lay in layouts])
     experts = _given(_num(frame, "moe_experts"), np.inf)
@@ -465,7 +465,7 @@ def parallel_layout(frame: pd.DataFrame, gpus: np.ndarray) -> ParallelLayout:
     return ParallelLayout(
         tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vp=vp, fsdp=np.array([lay.fsdp for lay in layouts]),
         given=np.array([lay.given for lay in layouts]),
-        ep_named=np.array([bool(EP_NAMED.search(t or "")) for t in texts]),
+        ep_named=np.array([lay.ep_named for lay in layouts]),
         fsdp_across=np.minimum(sizes("fsdp_across"), gpus),
         grad_accum=np.array([lay.grad_accum or np.nan for lay in layouts], dtype="float64"),
         model_parallel=model_parallel, dp=np.maximum(gpus / model_parallel, 1.0))

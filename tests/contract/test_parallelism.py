@@ -31,3 +31,28 @@ def test_layouts_are_read_from_free_text() -> None:
     assert (parse_parallelism("VPP 4").vp, parse_parallelism("TP-8").tp) == (4, 8)
     assert [parse_parallelism(t).fsdp for t in ("dp_shard 8", "dp_shard=-1, TP 2", "dp_shard 1")] == [True, True,
                                                                                                       False]
+
+
+def test_framework_config_names_read_as_the_short_ones() -> None:
+    # Megatron-LM / NeMo arguments (dashes or underscores), expert tensor parallelism apart from tensor parallelism
+    lay = parse_parallelism("--tensor-model-parallel-size 2 --pipeline-model-parallel-size 8 "
+                            "--expert-model-parallel-size 32 --expert-tensor-parallel-size 1 "
+                            "--num-virtual-stages-per-pipeline-rank 4 --context-parallel-size 2")
+    assert (lay.tp, lay.pp, lay.ep, lay.etp, lay.vp, lay.cp, lay.ep_named) == (2, 8, 32, 1, 4, 2, True)
+    # torchtitan's [parallelism] section: dp_shard -1 is FSDP over the data-parallel ranks
+    lay = parse_parallelism("tensor_parallel_degree=2, pipeline_parallel_degree=4, expert_parallel_degree=8, "
+                            "data_parallel_shard_degree=-1, gradient_accumulation_steps=16")
+    assert (lay.tp, lay.pp, lay.ep, lay.fsdp, lay.grad_accum) == (2, 4, 8, True, 16)
+    # MaxText: an axis of size 1 says nothing; dcn_fsdp is the FSDP group across nodes
+    lay = parse_parallelism("dcn_fsdp_parallelism=8, ici_expert_parallelism=8, ici_tensor_parallelism=1")
+    assert (lay.tp, lay.ep, lay.fsdp, lay.fsdp_across) == (1, 8, True, 8)
+    # tuples of names and sizes, prose, DeepSpeed's degree
+    assert [(lay.tp, lay.pp, lay.cp, lay.ep) for lay in map(parse_parallelism, (
+        "(TP, PP, CP, EP) = (2, 4, 1, 8)", "TP/PP/EP: 2/4/8", "TPxPPxDP = 2x4x16", "2-way TP, 4-way PP"))] == [
+        (2, 4, 1, 8), (2, 4, 1, 8), (2, 4, 1, 1), (2, 4, 1, 1)]
+    assert parse_parallelism("pp_degree 8").pp == 8
+    # a tuple whose sizes do not pair with its names is left as written (nothing read from it)
+    assert (parse_parallelism("(TP, PP) = (2, 4, 8)").tp, parse_parallelism("(TP, PP) = (2, 4, 8)").pp) == (1, 1)
+    # Megatron's sequence parallelism is a flag of tensor parallelism, not a size
+    lay = parse_parallelism("sequence_parallel=True, tensor_model_parallel_size=4")
+    assert (lay.tp, lay.cp, lay.ep_named) == (4, 1, False)

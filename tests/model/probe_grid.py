@@ -41,7 +41,12 @@ MOE_COLUMNS = {"Qwen3-30B-A3B": (128, 8, 768, 0), "Mixtral-8x7B": (8, 2, 14336, 
 MACHINES = {"hgx-400g": (8, 400.0), "nvl72": (72, 400.0), "vm-1gpu-50g": (1, 50.0), "hgx-3200g": (8, 3200.0)}
 
 # spellings that must read as the same layout / precision
-PARALLELISM_SPELLINGS = ("TP 4 PP 2 VP 5", "TP4 PP2 VP5", "tp4 pp2 vp5", "TP=4, PP=2, VP=5", "tp:4 pp:2 vp:5")
+PARALLELISM_SPELLINGS = ("TP 4 PP 2 VP 5", "TP4 PP2 VP5", "tp4 pp2 vp5", "TP=4, PP=2, VP=5", "tp:4 pp:2 vp:5",
+                         # Megatron-LM / NeMo arguments, torchtitan's [parallelism] keys, a tuple, prose
+                         "tensor_model_parallel_size=4, pipeline_model_parallel_size=2, "
+                         "virtual_pipeline_model_parallel_size=5",
+                         "tensor_parallel_degree 4, pipeline_parallel_degree 2, num_virtual_stages_per_pipeline_rank 5",
+                         "(TP, PP, VPP) = (4, 2, 5)", "4-way tensor parallel, 2-way pipeline parallel, VPP 5")
 FP8_SPELLINGS = ("fp8", "fp8_e4m3", "FP8-hybrid", "float8", "te-fp8", "fp8-e4m3", "E4M3", "float8_e4m3fn")
 
 
