@@ -223,7 +223,7 @@ OWNED = [  # site, electricity_usd_per_kwh, pue, the reason (None: loaded)
 
 
 def test_an_owned_price_list_with_nan_or_absurd_site_figures_is_quarantined_row_by_row(
-        work_home: States, tmp_path: Path) -> None:
+        prefect_harness: None, work_home: States, tmp_path: Path) -> None:
     home = work_home.restore("base")
     owned = tmp_path / "owned.csv"
     owned.write_text("site,gpu,gpu_count,usd_per_gpu_hour_amortised,electricity_usd_per_kwh,pue\n" + "".join(
