@@ -56,6 +56,9 @@ class TrainingCoverage:
     # model_regimes of every MoE training row (empty in versions trained before: no row is flagged
     # "unseen_model_regime", so they predict as they did)
     regimes: tuple[str, ...] = ()
+    # framework texts of the MoE training rows (empty in versions trained before: no row is flagged
+    # "moe_new_framework", so they predict as they did)
+    moe_frameworks: tuple[str, ...] = ()
 
     @classmethod
     def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = INTERVALS.min_moe_rows,
@@ -67,19 +70,24 @@ class TrainingCoverage:
                    moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
                    min_moe_rows=min_moe_rows, widen_factor=widen_factor,
                    models=tuple(sorted(set(model_keys(frame)))),
-                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})))
+                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})),
+                   moe_frameworks=tuple(sorted(
+                       frame.loc[frame["active_params_b"] < frame["params_b"] * 0.999, "framework"]
+                       .dropna().astype(str).str.lower().unique())))
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
         "moe_little_data", "moe" (every MoE row), "moe_shape_estimated", "unseen_model" (an MoE model, by its total
         and active parameters, that no training row has), "ep_beyond_domain" (an MoE run whose expert-parallel group
         is larger than its scale-up domain), "unseen_model_regime" (an MoE model trained on, but never in the row's
-        precision family and expert-parallel placement), comma-separated ("" when none)."""
+        precision family and expert-parallel placement), "moe_new_framework" (an MoE run of a framework no MoE
+        training row ran), comma-separated ("" when none)."""
         out = []
         keys = model_keys(frame)
         leaves = expert_parallel_leaves_domain(frame)
         models = set(getattr(self, "models", ()))
         regimes = set(getattr(self, "regimes", ()))
+        moe_frameworks = set(getattr(self, "moe_frameworks", ()))
         row_regimes = model_regimes(frame) if regimes else [""] * len(frame)
         for i, (_, row) in enumerate(frame.iterrows()):
             flags = []
@@ -88,27 +96,39 @@ class TrainingCoverage:
             if self.precisions and row.get("precision") not in self.precisions:
                 flags.append("unseen_precision_family")
             framework = row.get("framework")
-            if self.frameworks and (not isinstance(framework, str) or framework.lower() not in self.frameworks):
+            if _unknown_text(framework, self.frameworks):
                 flags.append("unseen_framework")
             gpus = _number(row.get("num_gpus"))
             if np.isfinite(gpus) and gpus > self.max_num_gpus:
                 flags.append("beyond_largest_cluster")
             total, active = (_number(row.get(c)) for c in ("params_b", "active_params_b"))
-            moe = np.isfinite(total) and np.isfinite(active) and active < total * 0.999
-            if moe and self.moe_rows < self.min_moe_rows:
-                flags.append("moe_little_data")
-            if moe:
-                flags.append("moe")
-            if moe and row.get("moe_shape_source") == "estimated":
-                flags.append("moe_shape_estimated")
-            if moe and models and keys[i] not in models:
-                flags.append("unseen_model")
-            if leaves[i]:
-                flags.append("ep_beyond_domain")
-            if moe and regimes and keys[i] in models and row_regimes[i] not in regimes:
-                flags.append("unseen_model_regime")
+            if np.isfinite(total) and np.isfinite(active) and active < total * 0.999:
+                flags += self._moe_flags(row, keys[i] in models if models else None, row_regimes[i], regimes,
+                                         bool(leaves[i]), moe_frameworks)
             out.append(",".join(flags))
         return out
+
+    def _moe_flags(self, row: pd.Series, model_seen: bool | None, regime: str, regimes: set[str],
+                   leaves_domain: bool, moe_frameworks: set[str]) -> list[str]:
+        """The flags of an MoE row, in their order (`model_seen` None: the version knows no models)."""
+        flags = ["moe_little_data"] if self.moe_rows < self.min_moe_rows else []
+        flags.append("moe")
+        if row.get("moe_shape_source") == "estimated":
+            flags.append("moe_shape_estimated")
+        if model_seen is False:
+            flags.append("unseen_model")
+        if leaves_domain:
+            flags.append("ep_beyond_domain")
+        if regimes and model_seen and regime not in regimes:
+            flags.append("unseen_model_regime")
+        if _unknown_text(row.get("framework"), moe_frameworks):
+            flags.append("moe_new_framework")
+        return flags
+
+
+def _unknown_text(value: Any, known: set[str] | tuple[str, ...]) -> bool:
+    """A text (compared lower-cased) that `known` does not have; never when nothing is known (older versions)."""
+    return bool(known) and (not isinstance(value, str) or value.lower() not in known)
 
 
 def _number(value: Any) -> float:

@@ -539,3 +539,23 @@ def test_a_new_moe_model_from_a_new_framework_widens_on_its_own() -> None:
                                               residual_floor=0.01)
     assert conformal.widening()["moe_unseen_framework"] == pytest.approx(4.0, rel=1e-5)
     assert conformal.scale(flags[-1:])[0] == pytest.approx(0.4, rel=1e-5)
+
+
+def test_an_moe_run_of_a_framework_whose_moe_layer_is_unseen_is_flagged() -> None:
+    from tasks.model.serving import TrainingCoverage
+
+    # the training rows: two MoE runs on NeMo AutoModel, a dense run on MaxText
+    train = pd.DataFrame([*_REGIME_TRAINING, _regime_row(params_b=8.0, active_params_b=8.0, framework="MaxText")])
+    coverage = TrainingCoverage.of_training(train, min_moe_rows=1)
+    assert coverage.moe_frameworks == ("nemo automodel",)
+    rows = pd.DataFrame([
+        _regime_row(),                                               # a known MoE layer: not flagged
+        _regime_row(framework="MaxText"),                            # MaxText trained on, but only dense: flagged
+        _regime_row(framework="torchtitan"),                         # a framework never trained on: flagged
+        _regime_row(params_b=8.0, active_params_b=8.0, framework="torchtitan"),   # dense: not an MoE layer
+    ])
+    flags = [set(f.split(",")) for f in coverage.flags(rows, np.ones(len(rows), dtype=bool))]
+    assert ["moe_new_framework" in f for f in flags] == [False, True, True, False]
+    # a version trained before the flag existed knows no MoE frameworks and flags nothing
+    before = TrainingCoverage(frameworks=coverage.frameworks, models=coverage.models, regimes=coverage.regimes)
+    assert not any("moe_new_framework" in f for f in before.flags(rows, np.ones(len(rows), dtype=bool)))
