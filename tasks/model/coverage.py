@@ -64,16 +64,17 @@ class TrainingCoverage:
     def of_training(cls, frame: pd.DataFrame, min_moe_rows: int = INTERVALS.min_moe_rows,
                     widen_factor: float = INTERVALS.widen_factor) -> TrainingCoverage:
         """What training rows `frame` cover (the interval offsets are left at their defaults)."""
+
+        def frameworks(rows: pd.DataFrame) -> tuple[str, ...]:
+            return tuple(sorted(rows["framework"].dropna().astype(str).str.lower().unique()))
+
+        moe = frame["active_params_b"] < frame["params_b"] * 0.999
         return cls(precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
-                   frameworks=tuple(sorted(frame["framework"].dropna().astype(str).str.lower().unique())),
+                   frameworks=frameworks(frame),
                    max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
-                   moe_rows=int((frame["active_params_b"] < frame["params_b"] * 0.999).sum()),
-                   min_moe_rows=min_moe_rows, widen_factor=widen_factor,
+                   moe_rows=int(moe.sum()), min_moe_rows=min_moe_rows, widen_factor=widen_factor,
                    models=tuple(sorted(set(model_keys(frame)))),
-                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})),
-                   moe_frameworks=tuple(sorted(
-                       frame.loc[frame["active_params_b"] < frame["params_b"] * 0.999, "framework"]
-                       .dropna().astype(str).str.lower().unique())))
+                   regimes=tuple(sorted(set(model_regimes(frame)) - {""})), moe_frameworks=frameworks(frame[moe]))
 
     def flags(self, frame: pd.DataFrame, seen_gpu: np.ndarray) -> list[str]:
         """Per row: "unseen_gpu", "unseen_precision_family", "unseen_framework", "beyond_largest_cluster",
