@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from tasks.model.config import Intervals
+from tasks.model.design import moe_rows
 from tasks.model.structured import LOW_PRECISION, expert_parallel_leaves_domain
 
 # config/models.toml [intervals] defaults (tasks/model/config.py, the one place they are written)
@@ -29,9 +30,7 @@ def model_regimes(frame: pd.DataFrame) -> list[str]:
     "" for a dense row."""
     keys = model_keys(frame)
     leaves = expert_parallel_leaves_domain(frame)
-    total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
-    active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
-    moe = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
+    moe = moe_rows(frame)
     precision = frame["precision"] if "precision" in frame.columns else pd.Series(None, index=frame.index)
     family = ["fp8/fp4" if p in LOW_PRECISION else "16-bit" for p in precision]
     return [f"{k}|{f}|{'beyond' if out else 'inside'}" if m else ""
@@ -68,7 +67,7 @@ class TrainingCoverage:
         def frameworks(rows: pd.DataFrame) -> tuple[str, ...]:
             return tuple(sorted(rows["framework"].dropna().astype(str).str.lower().unique()))
 
-        moe = frame["active_params_b"] < frame["params_b"] * 0.999
+        moe = moe_rows(frame)
         return cls(precisions=tuple(sorted(frame["precision"].dropna().astype(str).unique())),
                    frameworks=frameworks(frame),
                    max_num_gpus=float(pd.to_numeric(frame["num_gpus"], errors="coerce").max()),
@@ -90,6 +89,7 @@ class TrainingCoverage:
         regimes = set(getattr(self, "regimes", ()))
         moe_frameworks = set(getattr(self, "moe_frameworks", ()))
         row_regimes = model_regimes(frame) if regimes else [""] * len(frame)
+        moe = moe_rows(frame)
         for i, (_, row) in enumerate(frame.iterrows()):
             flags = []
             if not seen_gpu[i]:
@@ -102,8 +102,7 @@ class TrainingCoverage:
             gpus = _number(row.get("num_gpus"))
             if np.isfinite(gpus) and gpus > self.max_num_gpus:
                 flags.append("beyond_largest_cluster")
-            total, active = (_number(row.get(c)) for c in ("params_b", "active_params_b"))
-            if np.isfinite(total) and np.isfinite(active) and active < total * 0.999:
+            if moe[i]:
                 flags += self._moe_flags(row, keys[i] in models if models else None, row_regimes[i], regimes,
                                          bool(leaves[i]), moe_frameworks)
             out.append(",".join(flags))

@@ -22,6 +22,18 @@ from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardSc
 TARGET = "tokens_per_sec_per_gpu"  # tokens/s per GPU (contract 1)
 PHYSICS_BOUND = "physics_bound_tokens_per_sec_per_gpu"  # tokens/s per GPU at MFU 1 (contract 1)
 
+
+def moe_mask(total: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """True where a run is MoE: fewer active than total parameters, both known (the one definition)."""
+    values: np.ndarray = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
+    return values
+
+
+def moe_rows(frame: pd.DataFrame) -> np.ndarray:
+    """True for MoE runs of a frame with `params_b` and `active_params_b`."""
+    return moe_mask(pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64"),
+                    pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64"))
+
 # Derived inside the pipeline from contract-1 columns (so permuting a raw column permutes what depends on it).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "attention_flops_share": ("attention_flops_per_token", "flops_per_token"),

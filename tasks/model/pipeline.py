@@ -21,7 +21,7 @@ from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline,
 from tasks.model.config import Intervals, Models
 from tasks.model.contract_rows import layout_problem
 from tasks.model.coverage import TrainingCoverage, model_keys
-from tasks.model.design import tokens_per_sec
+from tasks.model.design import moe_rows, tokens_per_sec
 from tasks.model.evaluation import (
     Flagger,
     Fold,
@@ -108,14 +108,6 @@ class Selection:
     best: CandidateEvaluation
     baseline: CandidateEvaluation
     losses: dict[str, list[str]]
-
-
-def moe_rows(frame: pd.DataFrame) -> np.ndarray:
-    """True for MoE runs (fewer active than total parameters)."""
-    total = pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64")
-    active = pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64")
-    values: np.ndarray = np.isfinite(total) & np.isfinite(active) & (active < total * 0.999)
-    return values
 
 
 def read_training_features(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -79,7 +79,7 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from tasks.contract.parallelism import Layout, parse_parallelism
-from tasks.model.design import PHYSICS_BOUND
+from tasks.model.design import PHYSICS_BOUND, moe_mask
 
 # Feature-row columns the structured model reads (besides the physics bound, to return log MFU).
 STRUCTURED_NUMERIC = (
@@ -347,8 +347,7 @@ def expert_parallel_leaves_domain(frame: pd.DataFrame, default_domain: float = 1
     """Per row: True for an MoE run whose expert-parallel group (EP x expert TP GPUs, the layout read as
     compute_terms reads it) is larger than its scale-up domain, i.e. whose all-to-all crosses the network."""
     gpus = np.nan_to_num(_num(frame, "num_gpus"), nan=1.0).clip(min=1.0)
-    params, active = _num(frame, "params_b"), _num(frame, "active_params_b")
-    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
+    moe = moe_mask(_num(frame, "params_b"), _num(frame, "active_params_b"))
     texts = _text(frame, "parallelism")
     layouts = [parse_parallelism(t) for t in texts]
     ep_named = np.array([lay.ep_named for lay in layouts])
@@ -490,7 +489,7 @@ def moe_parameters(frame: pd.DataFrame, params: np.ndarray, active: np.ndarray, 
     """Routed-expert and dense parameter counts: the row's / reference MoE shape, else estimated from total and
     active parameters (shared experts and the router are part of the active parameters outside the routed
     experts)."""
-    moe = np.isfinite(active) & np.isfinite(params) & (active < params * 0.999)
+    moe = moe_mask(params, active)
     experts, top_k = _num(frame, "moe_experts"), _num(frame, "moe_top_k")
     expert_ffn = _num(frame, "moe_expert_ffn")
     dense_layers = np.nan_to_num(_num(frame, "moe_dense_layers"), nan=0.0)

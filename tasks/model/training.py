@@ -17,6 +17,7 @@ from tasks import progress
 from tasks.model import registry
 from tasks.model.config import Models
 from tasks.model.contract_rows import ContractFeatures
+from tasks.model.design import moe_rows
 from tasks.model.pipeline import (
     CandidateEvaluation,
     NotEnoughTelemetryError,
@@ -26,7 +27,6 @@ from tasks.model.pipeline import (
     evaluate_candidate,
     extrapolation_flagger,
     fit_model,
-    moe_rows,
     prepare,
     read_training_features,
     select,
