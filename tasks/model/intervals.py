@@ -71,8 +71,8 @@ FLAG_KINDS: tuple[str, ...] = ("unseen_gpu", "unseen_precision_family", "unseen_
 # interval (issue 38). A known model in a new regime ("unseen_model_regime") is left out of it: with it,
 # leave-one-GPU-out coverage (each GPU once) rose past 85%.
 # "moe_new_framework" is written on MoE rows whose framework text no MoE training row has (its dense rows may be
-# known): the MoE layer is the framework's own; held out by source it widens x 1.36 and MoE coverage rose 72.6 ->
-# 74.2% (leave-one-GPU-out, each GPU once, 84.7 -> 84.5%).
+# known): the MoE layer is the framework's own; when it came, held out by source it widened x 1.36 and MoE coverage
+# rose 72.6 -> 74.2% (leave-one-GPU-out, each GPU once, 84.7 -> 84.5%).
 DERIVED_KINDS: dict[str, tuple[str, ...]] = {"moe_unseen_framework": ("moe", "unseen_framework", "unseen_model")}
 #
 # Novelty classes (Mondrian): the conformal quantile q is taken per class of what a row extrapolates over, because

@@ -46,7 +46,13 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
 - t_all_to_all (MoE, EP > 1): dispatch + combine, forward + backward (+ forward again with full recomputation),
   top_k x d_model x `a2a_bytes_per_element` per MoE layer per token, x (ep-1)/ep. The EP group spans ep x etp
   consecutive GPUs: its peers inside the scale-up domain are reached at the scale-up bandwidth x
-  `a2a_scale_up_efficiency`, the rest over the network x `a2a_scale_out_efficiency`.
+  `a2a_scale_up_efficiency`, the rest over the network x `a2a_scale_out_efficiency`. Each of those all-to-alls
+  is also a call of fixed cost (an alpha-beta collective: latency + bytes / bandwidth): `a2a_call_us` per call,
+  (4, + 2 with full recomputation) calls per MoE layer per micro-step, spread over the micro-step's tokens on a
+  GPU (micro_batch x seq / (tp x cp)). Besides the network latency it holds the host synchronisation of a
+  dropless dispatch, which must learn how many tokens each rank receives before it can size its buffers (the GPU
+  then waits for the host to launch what follows): small micro-steps of fine-grained, many-layer MoE models pay
+  it most (GPT-OSS-20B at 1,024 tokens per GPU per step).
 - pipeline bubble: (pp - 1) / (virtual stages x micro-batches) (Narayanan et al. 2021).
 - stage imbalance: a pipeline runs at its slowest rank. The layers are split with the embedding and the output
   head + loss counted as one layer slot each (Megatron's account-for-embedding/loss-in-pipeline-split,
@@ -111,6 +117,8 @@ PARAMETERS: dict[str, tuple[float, float, float, str]] = {
     "moe_permute_bytes": (16.0, 0.0, 200.0,
                           "bytes per routed copy per d_model per MoE layer per token (permute, unpermute, routing)"),
     "layer_overhead_us": (20.0, 0.0, 100.0, "microseconds per layer per micro-batch (launches, syncs)"),
+    "a2a_call_us": (50.0, 0.0, 2000.0,
+                    "microseconds per MoE all-to-all call (latency, host sync of a dropless dispatch)"),
     "expert_load_cv": (0.3, 0.0, 2.0,
                        "coefficient of variation of one expert's routed tokens per micro-step (router imbalance)"),
     "tp_overlap": (0.5, 0.0, 1.0, "share of tensor-parallel communication hidden behind compute"),
@@ -278,6 +286,7 @@ class Terms:
     dp_s: np.ndarray               # s per token
     a2a_s: np.ndarray              # s per token
     overhead_units: np.ndarray     # layers x tp x cp / tokens per micro-batch (x overhead = s per token)
+    a2a_call_units: np.ndarray     # all-to-all calls per token per GPU (MoE with EP > 1; 0 else) (x a2a_call_us)
     framework: np.ndarray          # framework family per row
     shape_estimated: np.ndarray    # bool: layers x width from the parameter count
     moe_shape_estimated: np.ndarray  # bool: MoE shape from total and active parameters
@@ -565,6 +574,16 @@ def all_to_all_seconds_per_token(shape: Shape, m: MoeParameters, lay: ParallelLa
     return values
 
 
+def all_to_all_calls_per_token(m: MoeParameters, lay: ParallelLayout, ep: np.ndarray, full_recompute: np.ndarray,
+                               micro_tokens: np.ndarray) -> np.ndarray:
+    """All-to-all calls per token on one GPU: dispatch + combine, forward + backward (+ the recomputed forward) per
+    MoE layer per micro-step, whose micro_batch x seq tokens the tp x cp GPUs of a model replica share (0 without
+    expert parallelism)."""
+    values: np.ndarray = np.where(m.moe & (ep > 1), (4.0 + 2.0 * full_recompute) * m.moe_layers * lay.tp * lay.cp
+                                  / micro_tokens, 0.0)
+    return values
+
+
 def step_batching(frame: pd.DataFrame, seq: np.ndarray, lay: ParallelLayout, cfg: StructuredConfig
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(sequences per micro-batch, tokens per optimizer step over all GPUs, micro-steps per optimizer step on a GPU,
@@ -691,9 +710,9 @@ def compute_terms(frame: pd.DataFrame, cfg: StructuredConfig) -> Terms:
                  stage_imbalance=pipeline_stage_imbalance(shape.layers, lay.pp, output_head_layers(
                      frame, shape, passes, linear_flops + expert_flops, attention_flops, cfg)),
                  optimizer_s=optimizer_s, dequant_s=dequant_s,
-                 # fixed per-layer cost of a micro-step (launches, synchronisation): the group of tp x cp GPUs
-                 # pushes micro_batch x seq tokens through each layer per micro-step
+                 # fixed per-layer cost of a micro-step (launches, syncs): tp x cp GPUs share micro_batch x seq tokens
                  overhead_units=shape.layers * lay.tp * lay.cp / (micro * seq),
+                 a2a_call_units=all_to_all_calls_per_token(m, lay, ep, full, micro * seq),
                  tp_s=tensor_parallel_seconds(shape, m, lay, net, network), dp_s=dp_s,
                  a2a_s=all_to_all_seconds_per_token(shape, m, lay, ep, full, net, cfg),
                  framework=np.array([framework_family(t, families) for t in _text(frame, "framework")], dtype=object),
@@ -748,7 +767,9 @@ def step_time_parts(terms: Terms, p: Mapping[str, float]) -> dict[str, np.ndarra
         "qlora_dequant": terms.dequant_s,
         "tensor_parallel": exposed(terms.tp_s, p["tp_overlap"], compute),
         "data_parallel": exposed(terms.dp_s, p["dp_overlap"], compute),
-        "all_to_all": exposed(terms.a2a_s, p["a2a_overlap"], compute),
+        # alpha-beta: each call's fixed cost plus its bytes over the links, hidden as far as a2a_overlap hides
+        "all_to_all": exposed(terms.a2a_s + terms.a2a_call_units * p["a2a_call_us"] * 1e-6, p["a2a_overlap"],
+                              compute),
     }
 
 
@@ -828,8 +849,8 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
 
     def _fitted_parameters(self) -> dict[str, float]:
         """The learned values by name; a version fitted before a parameter existed gets what it computed without it
-        (routed experts at the linear layers' low-precision ratio)."""
-        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], "expert_load_cv": 0.0,
+        (routed experts at the linear layers' low-precision ratio, no load imbalance, no cost per all-to-all call)."""
+        return {"lowp_expert_ratio": self.parameters_["lowp_matmul_ratio"], "expert_load_cv": 0.0, "a2a_call_us": 0.0,
                 **self.parameters_}
 
     def predict_log_tokens_per_sec(self, X: pd.DataFrame) -> np.ndarray:
@@ -881,7 +902,7 @@ def unidentified(terms: Terms) -> list[str]:
     if not (terms.moe & terms.low_precision).any():
         out.append("lowp_expert_ratio")
     if not (terms.a2a_s > 0).any():
-        out.append("a2a_overlap")
+        out += ["a2a_overlap", "a2a_call_us"]
     if not (terms.tp_s > 0).any():
         out.append("tp_overlap")
     if not (terms.dp_s > 0).any():

@@ -151,6 +151,26 @@ def test_all_to_all_bytes_and_time_inside_the_domain() -> None:
     assert terms.a2a_s[0] == pytest.approx(1.52917e-5, rel=1e-5)
 
 
+def test_each_all_to_all_call_has_a_fixed_cost_spread_over_the_micro_step() -> None:
+    small = dict(QWEN3_30B, micro_batch=1, parallelism="FSDP 8 TP 2 PP 1 CP 2 EP 8 GA 16")
+    terms = terms_of(QWEN3_30B, small, dict(QWEN3_30B, parallelism="FSDP 8 TP 1 PP 1 CP 1 GA 16"))
+    # dispatch + combine, forward + backward: 4 calls per MoE layer per micro-step, x 48 layers = 192 calls over
+    # the micro-step's 4 x 4096 = 16,384 tokens on a GPU: 0.01171875 calls per token
+    assert terms.a2a_call_units[0] == pytest.approx(192 / 16_384)
+    # micro-batch 1 split over TP 2 x CP 2: 4096 / 4 = 1,024 tokens a GPU per micro-step, 192 / 1,024 = 0.1875
+    assert terms.a2a_call_units[1] == pytest.approx(0.1875)
+    # no expert parallelism (FSDP shards the experts inside the node): no all-to-all, no call
+    assert terms.a2a_call_units[2] == 0.0
+    # 500 us a call: 0.01171875 x 500e-6 = 5.859375e-6 s per token joins the bytes' 1.52917e-5 s, hidden as far as
+    # a2a_overlap 0.3 hides (compute is far longer): 0.7 x 5.859375e-6 = 4.1015625e-6 s more per token
+    with_calls = step_time_parts(terms, dict(PARAMS, a2a_call_us=500.0))["all_to_all"]
+    without = step_time_parts(terms, dict(PARAMS, a2a_call_us=0.0))["all_to_all"]
+    assert with_calls[0] - without[0] == pytest.approx(4.1015625e-6, rel=1e-4)
+    assert with_calls[0] == pytest.approx(0.7 * (1.52917e-5 + 5.859375e-6), rel=1e-3)
+    # the small micro-step pays 16x as much a token: 0.1875 x 500e-6 x 0.7 = 6.5625e-5 s
+    assert with_calls[1] - without[1] == pytest.approx(6.5625e-5, rel=1e-4)
+
+
 def test_all_to_all_across_nodes_is_priced_at_the_network() -> None:
     hgx = dict(QWEN3_30B, num_gpus=32, parallelism="FSDP 32 EP 32", global_batch_tokens=4_194_304)
     nvl72 = dict(hgx, scale_up_domain_gpus=72, scale_up_gbps_per_gpu=900.0)
@@ -219,7 +239,7 @@ PARAMS = {"matmul_efficiency": 0.6, "lowp_matmul_ratio": 0.9, "lowp_expert_ratio
           "attention_efficiency": 0.3, "activation_bytes": 100.0,
           "quantisation_bytes": 0.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
           "layer_overhead_us": 20.0, "expert_load_cv": 0.0, "tp_overlap": 0.0, "dp_overlap": 0.8, "a2a_overlap": 0.3,
-          "power_clock_exponent": 1.0 / 3.0}
+          "power_clock_exponent": 1.0 / 3.0, "a2a_call_us": 0.0}
 
 
 def test_fsdp_bytes_per_step_over_the_network_a_machine_has() -> None:

@@ -27,7 +27,7 @@ PARAMS = {"matmul_efficiency": 0.5, "lowp_matmul_ratio": 0.8, "lowp_expert_ratio
           "attention_efficiency": 0.5, "activation_bytes": 100.0,
           "quantisation_bytes": 50.0, "grouped_gemm_half_size": 1.0e6, "moe_permute_bytes": 16.0,
           "layer_overhead_us": 10.0, "expert_load_cv": 0.0, "tp_overlap": 0.5, "dp_overlap": 0.5, "a2a_overlap": 0.3,
-          "power_clock_exponent": 1.0 / 3.0}
+          "power_clock_exponent": 1.0 / 3.0, "a2a_call_us": 100.0}
 
 
 def test_step_time_of_one_row_by_hand() -> None:
