@@ -10,18 +10,11 @@ import numpy as np
 import pandas as pd
 
 from tasks.model.config import Intervals
-from tasks.model.design import moe_rows
+from tasks.model.design import model_keys, moe_rows
 from tasks.model.structured import LOW_PRECISION, expert_parallel_leaves_domain
 
 # config/models.toml [intervals] defaults (tasks/model/config.py, the one place they are written)
 INTERVALS = Intervals()
-
-
-def model_keys(frame: pd.DataFrame) -> list[str]:
-    """A model's identity for the intervals: its total and active parameters (B, one decimal), e.g. "314.0/86.0"."""
-    total = pd.to_numeric(frame["params_b"], errors="coerce").round(1)
-    active = pd.to_numeric(frame["active_params_b"], errors="coerce").round(1)
-    return [f"{t}/{a}" for t, a in zip(total, active, strict=True)]
 
 
 def model_regimes(frame: pd.DataFrame) -> list[str]:

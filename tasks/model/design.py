@@ -34,6 +34,14 @@ def moe_rows(frame: pd.DataFrame) -> np.ndarray:
     return moe_mask(pd.to_numeric(frame["params_b"], errors="coerce").to_numpy(dtype="float64"),
                     pd.to_numeric(frame["active_params_b"], errors="coerce").to_numpy(dtype="float64"))
 
+
+def model_keys(frame: pd.DataFrame) -> list[str]:
+    """A model's identity: its total and active parameters (B, one decimal), e.g. "314.0/86.0"; runs of one model
+    are one unit of evidence (the intervals' clusters, the framework factors' shrinkage)."""
+    total = pd.to_numeric(frame["params_b"], errors="coerce").round(1)
+    active = pd.to_numeric(frame["active_params_b"], errors="coerce").round(1)
+    return [f"{t}/{a}" for t, a in zip(total, active, strict=True)]
+
 # Derived inside the pipeline from contract-1 columns (so permuting a raw column permutes what depends on it).
 DERIVED_FROM: dict[str, tuple[str, ...]] = {
     "attention_flops_share": ("attention_flops_per_token", "flops_per_token"),

@@ -20,8 +20,8 @@ from sklearn.pipeline import Pipeline
 from tasks.model.candidates import BASELINE_KIND, CandidateSpec, build_pipeline, candidate_specs
 from tasks.model.config import Intervals, Models
 from tasks.model.contract_rows import layout_problem
-from tasks.model.coverage import TrainingCoverage, model_keys
-from tasks.model.design import moe_rows, tokens_per_sec
+from tasks.model.coverage import TrainingCoverage
+from tasks.model.design import model_keys, moe_rows, tokens_per_sec
 from tasks.model.evaluation import (
     Flagger,
     Fold,

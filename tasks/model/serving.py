@@ -29,9 +29,9 @@ from tasks.model.contract_rows import (
 
 # (versions registered before pickled their coverage as tasks.model.serving.TrainingCoverage: still found here)
 from tasks.model.coverage import TrainingCoverage
-from tasks.model.coverage import model_keys as model_keys
 from tasks.model.coverage import model_regimes as model_regimes
 from tasks.model.design import PHYSICS_BOUND
+from tasks.model.design import model_keys as model_keys
 from tasks.model.evaluation import TargetSpec
 from tasks.model.intervals import IntervalOffsets, NormalisedConformal
 

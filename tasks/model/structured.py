@@ -60,8 +60,8 @@ Time per token on one GPU (s per token of that GPU's share; tokens/s/GPU = 1 / t
   FLOPs per pass (vocab: the model's, else `estimate_vocab`), h layers' worth: max(slots, slots - 1 + h) over
   the mean rank's (layers + h) / pp. Deep pipelines of large-vocabulary models (Qwen3-235B at PP 32: x 1.42) wait
   for their last rank.
-- k_fw: a per-framework factor, ridge-shrunk towards 1; a framework the training data does not have gets
-  the pooled value.
+- k_fw: a per-framework factor, ridge-shrunk towards 1 by the distinct models the framework ran (not its runs); a
+  framework the training data does not have gets the pooled value.
 
 Fitted with scipy.optimize.least_squares on log(predicted time) - log(measured time) (robust soft-L1
 loss), every efficiency bounded, ridge priors on the low-precision ratio, the grouped-GEMM half size and the
@@ -85,7 +85,7 @@ from scipy.optimize import least_squares
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from tasks.contract.parallelism import Layout, parse_parallelism
-from tasks.model.design import PHYSICS_BOUND, moe_mask
+from tasks.model.design import PHYSICS_BOUND, model_keys, moe_mask
 
 # Feature-row columns the structured model reads (besides the physics bound, to return log MFU).
 STRUCTURED_NUMERIC = (
@@ -813,7 +813,6 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         cap = math.log(cfg.max_framework_factor)
         lower = np.array([_to_theta(k, v[1]) for k, v in PARAMETERS.items()] + [-cap] * len(frameworks))
         upper = np.array([_to_theta(k, v[2]) for k, v in PARAMETERS.items()] + [cap] * len(frameworks))
-        ridge = math.sqrt(cfg.framework_ridge)
         sub = _subset(terms, ok)
         names = list(PARAMETERS)
         # a parameter no training row depends on stays at its initial value (a free direction of the fit would
@@ -826,10 +825,12 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
                   for name, (value, weight) in PRIORS.items()]
 
         index = self._framework_index(sub, frameworks)
+        ridge = framework_ridge_weights(index, np.asarray(model_keys(X), dtype=object)[ok], len(frameworks),
+                                        cfg.framework_ridge)
 
         def residuals(theta: np.ndarray) -> np.ndarray:
             r = self._log_time(sub, theta, frameworks, index=index) - log_time_measured[ok]
-            # each framework factor is shrunk towards 1 (ridge on its log)
+            # each framework factor is shrunk towards 1 (ridge on its log, by the models it ran)
             return np.concatenate([r, ridge * theta[len(PARAMETERS):],
                                    [w * (_prior_space(names[i], _from_theta(names[i], theta[i])) - prior)
                                     for i, prior, w in priors]])
@@ -886,6 +887,21 @@ class StructuredStepTime(RegressorMixin, BaseEstimator):
         out["framework_factor[pooled]"] = (math.exp(self.pooled_log_factor_),
                                            "step-time multiplier of a framework not in the training data")
         return out
+
+
+def framework_ridge_weights(index: np.ndarray, models: np.ndarray, frameworks: int, ridge: float) -> np.ndarray:
+    """Per framework (index 1..frameworks of the rows), the square root of its ridge weight on the log factor:
+    `ridge` x its runs / the distinct models among them. A framework's factor is then shrunk by how many models
+    it ran, not by how many runs: runs of one model share its shape, kernels and tuning, and eight runs of one
+    model (a blog's A/B configurations) would otherwise set the factor every other model of the framework is
+    predicted with (the MaxText DeepSeek-V3 runs on MI355X set the `jax` factor of the dense MaxText runs on H100,
+    predicted at 0.65-0.90x held out by source)."""
+    weights = np.ones(frameworks)
+    for j in range(frameworks):
+        inside = index == j + 1
+        weights[j] = inside.sum() / max(len(set(models[inside])), 1)
+    values: np.ndarray = np.sqrt(ridge * weights)
+    return values
 
 
 def unidentified(terms: Terms) -> list[str]:

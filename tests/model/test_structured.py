@@ -11,7 +11,7 @@ import pytest
 from tasks.config_files import load_config
 from tasks.model.evaluation import GroupedCV, select_best
 from tasks.model.serving import TokenEfficiencyModel, TrainingCoverage
-from tasks.model.structured import StructuredConfig, compute_terms, step_time_parts
+from tasks.model.structured import StructuredConfig, compute_terms, framework_ridge_weights, step_time_parts
 
 # One bundled row (published_benchmarks.csv, NeMo AutoModel): Llama-3-8B LoRA-less pretrain on 1 H100-SXM,
 # here with the shape of Llama-3-8B (32 x 4096) and the H100-SXM specs of data/reference/gpu_specs.csv.
@@ -94,6 +94,20 @@ def test_a_missing_shape_is_estimated_from_the_parameter_count() -> None:
 def _cv(median_ape: float) -> GroupedCV:
     return GroupedCV(grouping="g", folds=[], fold_metrics=[], oof_log_mfu=np.zeros(1), fold_of_row=np.zeros(1),
                      pooled={"median_ape": median_ape})
+
+
+def test_a_framework_factor_is_shrunk_by_the_models_it_ran_not_its_runs() -> None:
+    # rows' framework index (0: pooled, no factor) and model: framework 1 ran one model 8 times (a blog's A/B
+    # configurations), framework 2 four models once each, framework 3 two models three times each
+    index = np.array([1] * 8 + [2] * 4 + [3] * 6 + [0, 0])
+    models = np.array(["671/37"] * 8 + ["8/8", "70/70", "405/405", "1/1"] + ["7/7"] * 3 + ["13/13"] * 3
+                      + ["x", "y"], dtype=object)
+    weights = framework_ridge_weights(index, models, 3, ridge=4.0)
+    # sqrt(4 x runs / models): 8 / 1 -> sqrt(32) = 5.657; 4 / 4 -> sqrt(4) = 2; 6 / 2 -> sqrt(12) = 3.464
+    assert weights == pytest.approx([math.sqrt(32), 2.0, math.sqrt(12)])
+    # the penalty a run of the framework stands against is ridge / its models: 4 / 1, 4 / 4, 4 / 2 - the factor is
+    # learned as if from one run per model, each with the ridge a lone run would have
+    assert weights**2 / np.array([8, 4, 6]) == pytest.approx([4.0, 1.0, 2.0])
 
 
 def test_a_candidate_worse_than_the_baseline_on_one_grouping_cannot_be_champion() -> None:
