@@ -561,13 +561,20 @@ def data_parallel_seconds(dense_weights: np.ndarray, expert_weights: np.ndarray,
     return values
 
 
+def all_to_alls_per_moe_layer(full_recompute: np.ndarray) -> np.ndarray:
+    """All-to-alls per MoE layer per micro-step: dispatch + combine, forward + backward, + the forward again under
+    full recomputation (the calls `a2a_call_us` prices, the passes the dispatched bytes make)."""
+    values: np.ndarray = 4.0 + 2.0 * full_recompute
+    return values
+
+
 def all_to_all_seconds_per_token(shape: Shape, m: MoeParameters, lay: ParallelLayout, ep: np.ndarray,
                                  full_recompute: np.ndarray, net: Machine, cfg: StructuredConfig) -> np.ndarray:
     """s per token: MoE dispatch + combine, forward + backward (+ forward again under full recomputation), top_k x
     d_model x `a2a_bytes_per_element` per MoE layer, x (ep-1)/ep, over the scale-up link for the EP peers inside the
     domain and the network for the rest."""
-    a2a_bytes = ((4.0 + 2.0 * full_recompute) * m.top_k * shape.width * cfg.a2a_bytes_per_element * m.moe_layers
-                 * (ep - 1.0) / np.maximum(ep, 1.0))
+    a2a_bytes = (all_to_alls_per_moe_layer(full_recompute) * m.top_k * shape.width * cfg.a2a_bytes_per_element
+                 * m.moe_layers * (ep - 1.0) / np.maximum(ep, 1.0))
     values: np.ndarray = np.where(m.moe & (ep > 1), all_to_all_seconds(
         a2a_bytes, ep, lay.etp, net.domain, net.scale_up * cfg.a2a_scale_up_efficiency,
         net.scale_out * cfg.a2a_scale_out_efficiency), 0.0)
@@ -576,11 +583,10 @@ def all_to_all_seconds_per_token(shape: Shape, m: MoeParameters, lay: ParallelLa
 
 def all_to_all_calls_per_token(m: MoeParameters, lay: ParallelLayout, ep: np.ndarray, full_recompute: np.ndarray,
                                micro_tokens: np.ndarray) -> np.ndarray:
-    """All-to-all calls per token on one GPU: dispatch + combine, forward + backward (+ the recomputed forward) per
-    MoE layer per micro-step, whose micro_batch x seq tokens the tp x cp GPUs of a model replica share (0 without
-    expert parallelism)."""
-    values: np.ndarray = np.where(m.moe & (ep > 1), (4.0 + 2.0 * full_recompute) * m.moe_layers * lay.tp * lay.cp
-                                  / micro_tokens, 0.0)
+    """All-to-all calls per token on one GPU: all_to_alls_per_moe_layer per MoE layer per micro-step, whose
+    micro_batch x seq tokens the tp x cp GPUs of a model replica share (0 without expert parallelism)."""
+    values: np.ndarray = np.where(m.moe & (ep > 1), all_to_alls_per_moe_layer(full_recompute) * m.moe_layers
+                                  * lay.tp * lay.cp / micro_tokens, 0.0)
     return values
 
 
